@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Module-side glue between :func:`_file_edit.edit_file` and ``AnsibleModule``.
+
+Every file-editing module calls :func:`run_edit` and merges the dict it returns
+into its ``exit_json`` arguments.  A :class:`FileEditError` becomes
+``fail_json(msg="path:line: ...")``; the file is untouched in that case.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import (
+    FileEditError,
+    edit_file,
+)
+
+__all__ = ["result_dict", "run_edit"]
+
+
+def result_dict(module, result):
+    """Map an ``EditResult`` to the keys a module returns.
+
+    ``changed`` always; ``diff`` only when the module runs with ``--diff``;
+    ``backup_file`` only when a backup was written.  Warnings from the model are
+    passed to ``module.warn`` so they show up in Ansible's output.
+    """
+    out = {"changed": result.changed}
+    if getattr(module, "_diff", False):
+        out["diff"] = result.diff
+    if result.backup_file:
+        out["backup_file"] = result.backup_file
+    for warning in result.warnings:
+        module.warn(warning)
+    return out
+
+
+def run_edit(module, path, compute, create=False, validate=None, new_mode=0o644):
+    """Run one edit transaction for ``module`` on ``path``.
+
+    Honours ``module.check_mode`` and the module's ``backup`` option when it has
+    one.  Returns the dict from :func:`result_dict`; on :class:`FileEditError`
+    it calls ``module.fail_json`` (which does not return).
+    """
+    try:
+        result = edit_file(
+            path,
+            compute,
+            check_mode=module.check_mode,
+            backup=bool(module.params.get("backup")),
+            create=create,
+            new_mode=new_mode,
+            validate=validate,
+        )
+    except FileEditError as err:
+        module.fail_json(msg=str(err), path=path)
+        raise  # not reached: fail_json exits
+    return result_dict(module, result)
