@@ -1,0 +1,44 @@
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Make ``ansible_collections.hpc.gpu_containers`` importable for plain pytest.
+
+Under ``ansible-test units`` the collection loader is already installed and this
+does nothing.  Under plain ``pytest tests/unit`` it links the checkout into a
+temporary ``ansible_collections/<namespace>/<name>`` tree and installs Ansible's
+collection finder on it, the way ansible-test would.  It lives in tests/unit and
+not in the repository root: a root conftest makes ``ansible-test units`` run no
+tests and still exit 0.
+"""
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+from ansible.utils.collection_loader import AnsibleCollectionConfig
+from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _install_collection_loader():
+    if AnsibleCollectionConfig.collection_finder is not None:
+        return  # ansible-test has installed its loader already
+    meta = yaml.safe_load((ROOT / "galaxy.yml").read_text(encoding="utf-8"))
+    base = Path(tempfile.mkdtemp(prefix="coll-"))
+    atexit.register(shutil.rmtree, base, True)  # removes the link, never the checkout
+    namespace_dir = base / "ansible_collections" / meta["namespace"]
+    namespace_dir.mkdir(parents=True)
+    (namespace_dir / meta["name"]).symlink_to(ROOT)
+    os.environ["ANSIBLE_COLLECTIONS_PATH"] = str(base)
+    # The 'ansible' package bundle ships its own ansible_collections namespace;
+    # drop anything already imported from it so the finder below takes over.
+    for name in [m for m in sys.modules if m.split(".")[0] == "ansible_collections"]:
+        del sys.modules[name]
+    _AnsibleCollectionFinder(paths=[str(base)])._install()
+
+
+_install_collection_loader()
