@@ -32,19 +32,23 @@ __all__ = ["FileEditError", "EditResult", "edit_file", "unified_diff"]
 
 
 class FileEditError(Exception):
-    """Bad input or a failed step; ``str()`` names ``path:line`` when a line is known.
+    """Bad input or a failed step; ``str()`` names ``path:line`` (``path:line:col``
+    when a column is known, e.g. JSON syntax errors).
 
     The transaction raises it before anything is written, so the target file is
     byte-identical afterwards.
     """
 
-    def __init__(self, msg, path=None, line=None):
+    def __init__(self, msg, path=None, line=None, column=None):
         self.msg = msg
         self.path = path
         self.line = line
+        self.column = column
         super().__init__(self.location() + msg)
 
     def location(self):
+        if self.path and self.line and self.column:
+            return "%s:%d:%d: " % (self.path, self.line, self.column)
         if self.path and self.line:
             return "%s:%d: " % (self.path, self.line)
         if self.path:
