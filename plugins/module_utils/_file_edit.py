@@ -193,12 +193,15 @@ def edit_file(path, compute, check_mode=False, backup=False, create=False,
     path = os.fspath(path)
     if os.path.isdir(path):
         raise FileEditError("is a directory, not a file", path=path)
-    fd = _lock(path)
+    # Edit the file a symlink points to (e.g. /etc/lsf.conf -> shared LSF_ENVDIR):
+    # renaming onto the link itself would replace it with a private copy.
+    real = os.path.realpath(path)
+    fd = _lock(real)
     try:
-        exists = os.path.exists(path)
+        exists = os.path.exists(real)
         if not exists and not create:
             raise FileEditError("file does not exist", path=path)
-        before = _read(path) if exists else None
+        before = _read(real) if exists else None
         out = compute(before)
         warnings = []
         if isinstance(out, tuple):
@@ -210,8 +213,8 @@ def edit_file(path, compute, check_mode=False, backup=False, create=False,
         if not changed or check_mode:
             return result
         if backup and exists:
-            result.backup_file = _backup(path)
-        _write_atomic(path, after, new_mode, validate)
+            result.backup_file = _backup(real)
+        _write_atomic(real, after, new_mode, validate)
         return result
     finally:
         os.close(fd)
