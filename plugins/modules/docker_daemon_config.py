@@ -1,0 +1,268 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: docker_daemon_config
+short_description: Merge settings into Docker's daemon.json
+version_added: 0.1.0
+description:
+  - Deep-merges O(settings) into Docker's C(daemon.json), keeping every key it was not asked about.
+  - Objects merge key by key; a V(null) value deletes the key at that depth; lists such as
+    C(insecure-registries) are unioned in order unless O(list_merge=replace); other values replace.
+  - The file is rewritten only when the merged result differs from the current file as JSON.
+    A file that is equal as JSON but formatted differently (for example the sorted, unterminated
+    output of C(nvidia-ctk runtime configure)) is left alone, so reruns and C(--check) runs report
+    no change.
+  - Written files use a 4-space indent and end with a newline. The write is atomic and keeps the
+    owner and mode of an existing file; a new file gets mode C(0644).
+  - A malformed existing file is refused with C(path:line:col) and left untouched.
+  - Restarting Docker is left to the caller; RV(restart_required) says when it is needed.
+author:
+  - hpc.gpu_containers contributors
+options:
+  path:
+    description:
+      - The daemon configuration file.
+    type: path
+    default: /etc/docker/daemon.json
+  settings:
+    description:
+      - Keys to merge into the file. Nested objects are merged recursively.
+      - A V(null) value removes that key (at any depth) when present.
+    type: dict
+    required: true
+  list_merge:
+    description:
+      - How a list in O(settings) combines with a list already in the file.
+      - V(append) keeps the existing items and adds the missing ones in order.
+      - V(replace) makes the file's list exactly the given one.
+    type: str
+    choices: [append, replace]
+    default: append
+  validate:
+    description:
+      - Check the merged file with C(dockerd --validate --config-file <temporary file>) before it
+        replaces the real one.
+      - V(auto) validates when the installed C(dockerd) has C(--validate) (Docker 23.0 and newer)
+        and otherwise skips, saying so in RV(validation).
+      - V(always) fails when validation is not possible.
+      - V(never) does not validate.
+      - Validation runs only when the file is about to be written, so never in check mode.
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  dockerd_path:
+    description:
+      - The C(dockerd) binary used for validation. Looked up on E(PATH) and in C(/usr/bin),
+        C(/usr/sbin) and C(/usr/local/bin) when not given.
+    type: path
+  create_directory:
+    description:
+      - Create the parent directory (mode C(0755)) when it does not exist.
+      - When V(false) and the directory is missing, the module fails.
+    type: bool
+    default: false
+  backup:
+    description:
+      - Keep a time-stamped copy of the file before changing it.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Predicts the exact change and writes nothing.
+  diff_mode:
+    support: full
+    description: Shows the file before and after.
+  platform:
+    platforms: posix
+notes:
+  - Docker reads C(daemon.json) only at start; C(insecure-registries) and a few other keys also on
+    C(SIGHUP). Notify a handler that restarts Docker when RV(restart_required) is true.
+  - C(nvidia-ctk runtime configure) writes C(args), which Docker ignores; use C(runtimeArgs).
+seealso:
+  - name: dockerd configuration file reference
+    description: All keys daemon.json accepts.
+    link: https://docs.docker.com/reference/cli/dockerd/#daemon-configuration-file
+"""
+
+EXAMPLES = r"""
+- name: Register the NVIDIA runtime, trust the cluster registry, keep everything else
+  hpc.gpu_containers.docker_daemon_config:
+    settings:
+      runtimes:
+        nvidia:
+          path: nvidia-container-runtime
+          runtimeArgs: []
+      default-runtime: nvidia
+      insecure-registries:
+        - registry.cluster.local:5000
+      log-driver: json-file
+      log-opts:
+        max-size: 100m
+        max-file: "3"
+  notify: Restart docker
+
+- name: Drop a key that an old installer left behind
+  hpc.gpu_containers.docker_daemon_config:
+    settings:
+      experimental: null
+
+- name: Make the list of insecure registries exactly this one
+  hpc.gpu_containers.docker_daemon_config:
+    settings:
+      insecure-registries:
+        - registry.cluster.local:5000
+    list_merge: replace
+"""
+
+RETURN = r"""
+path:
+  description: The file that was merged into.
+  returned: always
+  type: str
+  sample: /etc/docker/daemon.json
+changed_keys:
+  description: Dotted paths of the keys added, changed or removed; empty when nothing changed.
+  returned: always
+  type: list
+  elements: str
+  sample: [runtimes.nvidia, default-runtime, insecure-registries]
+restart_required:
+  description: True when the file changed (or would change in check mode) and Docker must be restarted to apply it.
+  returned: always
+  type: bool
+  sample: true
+config:
+  description: The merged configuration, as Docker will read it.
+  returned: always
+  type: dict
+  sample:
+    default-runtime: nvidia
+    runtimes:
+      nvidia:
+        path: nvidia-container-runtime
+        runtimeArgs: []
+validation:
+  description:
+    - What happened to C(dockerd --validate).
+    - C(status) is V(passed), V(skipped) or V(not_needed) (nothing was written);
+      C(reason) explains a skip.
+  returned: always
+  type: dict
+  sample:
+    status: skipped
+    reason: /usr/sbin/dockerd has no --validate option (Docker 23.0 or newer has it)
+backup_file:
+  description: The backup copy, when O(backup=true) and the file changed.
+  returned: changed and backup requested
+  type: str
+  sample: /etc/docker/daemon.json.4242.2026-01-01@00:00:00~
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _daemon_json
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+
+_DOCKERD_DIRS = ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
+
+
+class _Validator:
+    """Runs ``dockerd --validate`` on the temp file; probes support lazily."""
+
+    def __init__(self, module, path):
+        self.module = module
+        self.path = path
+        self.mode = module.params["validate"]
+        self.status = {"status": "not_needed"}
+
+    def _dockerd(self):
+        if self.module.params["dockerd_path"]:
+            return self.module.params["dockerd_path"]
+        return self.module.get_bin_path("dockerd", opt_dirs=_DOCKERD_DIRS)
+
+    def _skip_or_fail(self, reason):
+        if self.mode == "always":
+            raise FileEditError("cannot validate: %s" % reason, path=self.path)
+        self.status = {"status": "skipped", "reason": reason}
+
+    def __call__(self, tmp_path):
+        if self.mode == "never":
+            self.status = {"status": "skipped", "reason": "validate=never"}
+            return
+        dockerd = self._dockerd()
+        if not dockerd or not os.access(dockerd, os.X_OK):
+            self._skip_or_fail("no dockerd binary found")
+            return
+        rc, out, err = self.module.run_command([dockerd, "--help"])
+        if "--validate" not in out + err:
+            self._skip_or_fail("%s has no --validate option (Docker 23.0 or newer has it)" % dockerd)
+            return
+        rc, out, err = self.module.run_command([dockerd, "--validate", "--config-file", tmp_path])
+        if rc != 0:
+            detail = (err or out).strip().replace(tmp_path, self.path)
+            raise FileEditError("dockerd --validate rejected the merged configuration: %s" % detail, path=self.path)
+        self.status = {"status": "passed", "command": "%s --validate --config-file <temporary copy>" % dockerd}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", default="/etc/docker/daemon.json"),
+            settings=dict(type="dict", required=True),
+            list_merge=dict(type="str", choices=list(_daemon_json.LIST_MERGE_MODES), default="append"),
+            validate=dict(type="str", choices=["auto", "always", "never"], default="auto"),
+            dockerd_path=dict(type="path"),
+            create_directory=dict(type="bool", default=False),
+            backup=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    path = module.params["path"]
+    settings = module.params["settings"]
+    list_merge = module.params["list_merge"]
+    outcome = {}
+
+    def compute(text):
+        new_text, merged, changed_keys, warnings = _daemon_json.compute(text, settings, list_merge, path)
+        outcome.update(config=merged, changed_keys=changed_keys)
+        return new_text, warnings
+
+    result = {"path": path}
+    validator = _Validator(module, path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        if not module.params["create_directory"]:
+            module.fail_json(msg="%s: directory %s does not exist (set create_directory=true to create it)" % (path, directory), path=path)
+        if module.check_mode:
+            # Nothing to lock or read yet: predict the new file directly.
+            new_text, _warnings = compute(None)
+            result.update(changed=True, restart_required=True, validation={"status": "not_needed"}, **outcome)
+            if module._diff:
+                result["diff"] = {"before": "", "after": new_text, "before_header": "%s (absent)" % path, "after_header": "%s (content)" % path}
+            module.exit_json(**result)
+        try:
+            os.makedirs(directory, 0o755)
+        except OSError as err:
+            module.fail_json(msg="%s: cannot create directory %s: %s" % (path, directory, err.strerror), path=path)
+
+    result.update(run_edit(module, path, compute, create=True, validate=validator))
+    result.update(outcome)
+    result["restart_required"] = result["changed"]
+    if result["changed"] and module.check_mode:
+        validator.status = {"status": "skipped", "reason": "check mode"}
+    result["validation"] = validator.status
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

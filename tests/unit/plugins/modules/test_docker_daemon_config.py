@@ -1,0 +1,169 @@
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""docker_daemon_config through AnsibleModule: check mode, diff, idempotence, validation."""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.hpc.gpu_containers.plugins.modules import docker_daemon_config
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "daemon_json"
+
+NVIDIA = {"runtimes": {"nvidia": {"path": "nvidia-container-runtime", "runtimeArgs": []}},
+          "default-runtime": "nvidia", "insecure-registries": ["head01:5000"]}
+
+
+def run(capsys, **args):
+    args.setdefault("validate", "never")
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            docker_daemon_config.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def fake_dockerd(tmp_path, supports_validate, accepts=True):
+    """A stand-in dockerd: `--help` with or without --validate, and a validator
+    that rejects any config containing the key "bogus" the way dockerd 23+ does."""
+    script = tmp_path / "dockerd"
+    help_text = "      --validate                Validate daemon configuration and exit" if supports_validate else "      --userns-remap string"
+    script.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "--help" ]; then echo "Usage: dockerd [OPTIONS]"; echo "%s"; exit 0; fi\n'
+        'if [ "$1" = "--validate" ]; then\n'
+        '  echo "$3" >> "%s"\n'
+        '  if grep -q bogus "$3"; then echo "unable to configure the Docker daemon with file $3:'
+        ' the following directives don\'t match any configuration option: bogus" >&2; exit 1; fi\n'
+        '  echo "configuration OK"; exit 0\n'
+        "fi\nexit 2\n" % (help_text, tmp_path / "validated.log"))
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_creates_absent_file_then_reruns_unchanged(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    res = run(capsys, path=str(path), settings=NVIDIA)
+    assert res["changed"] is True and res["restart_required"] is True
+    assert res["changed_keys"] == ["runtimes", "default-runtime", "insecure-registries"]
+    assert json.loads(path.read_text()) == NVIDIA
+    assert path.read_text().endswith("}\n")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    res = run(capsys, path=str(path), settings=NVIDIA)
+    assert res["changed"] is False and res["restart_required"] is False
+    assert res["changed_keys"] == [] and res["config"] == NVIDIA
+    assert res["validation"] == {"status": "not_needed"}
+
+
+def test_check_mode_predicts_and_writes_nothing_with_diff(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    original = (FIXTURES / "site-compact.json").read_text()
+    path.write_text(original)
+    before = path.stat()
+    res = run(capsys, path=str(path), settings=NVIDIA, _ansible_check_mode=True, _ansible_diff=True)
+    assert res["changed"] is True
+    assert res["changed_keys"] == ["runtimes", "default-runtime", "insecure-registries"]
+    assert res["validation"] == {"status": "skipped", "reason": "check mode"}
+    assert res["diff"]["before"] == original
+    assert json.loads(res["diff"]["after"])["insecure-registries"] == ["10.0.0.0/8", "head01:5000"]
+    assert path.read_text() == original and path.stat().st_mtime_ns == before.st_mtime_ns
+    # the real run writes exactly what check mode predicted
+    real = run(capsys, path=str(path), settings=NVIDIA, _ansible_diff=True)
+    assert path.read_text() == res["diff"]["after"] == real["diff"]["after"]
+
+
+def test_equal_json_differently_formatted_is_not_changed_even_in_check_mode(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    original = (FIXTURES / "nvidia-ctk-set-as-default-cdi.json").read_text()
+    path.write_text(original)
+    res = run(capsys, path=str(path), settings={"default-runtime": "nvidia", "features": {"cdi": True}},
+              _ansible_check_mode=True, _ansible_diff=True)
+    assert res["changed"] is False
+    assert path.read_text() == original
+
+
+def test_malformed_file_fails_with_location_and_is_left_byte_identical(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    original = (FIXTURES / "malformed-trailing-comma.json").read_bytes()
+    path.write_bytes(original)
+    res = run(capsys, path=str(path), settings=NVIDIA)
+    assert res["failed"] is True
+    assert res["msg"].startswith("%s:5:5: malformed JSON" % path)
+    assert path.read_bytes() == original
+    assert os.listdir(tmp_path) == ["daemon.json"]
+
+
+def test_missing_directory_fails_unless_asked_to_create_it(tmp_path, capsys):
+    path = tmp_path / "etc-docker" / "daemon.json"
+    res = run(capsys, path=str(path), settings=NVIDIA)
+    assert res["failed"] is True and "create_directory" in res["msg"]
+    assert not path.parent.exists()
+    res = run(capsys, path=str(path), settings=NVIDIA, create_directory=True, _ansible_check_mode=True, _ansible_diff=True)
+    assert res["changed"] is True and json.loads(res["diff"]["after"]) == NVIDIA
+    assert not path.parent.exists()
+    res = run(capsys, path=str(path), settings=NVIDIA, create_directory=True)
+    assert res["changed"] is True and json.loads(path.read_text()) == NVIDIA
+
+
+def test_backup_keeps_the_old_content(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    original = (FIXTURES / "nvidia-docker2-2.0.3.json").read_text()
+    path.write_text(original)
+    res = run(capsys, path=str(path), settings={"default-runtime": "nvidia"}, backup=True)
+    assert res["changed"] is True
+    assert Path(res["backup_file"]).read_text() == original
+    assert res["config"]["runtimes"]["nvidia"]["path"] == "/usr/bin/nvidia-container-runtime"
+
+
+def test_existing_mode_is_kept(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    path.write_text("{}\n")
+    path.chmod(0o600)
+    run(capsys, path=str(path), settings={"debug": True})
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_list_merge_replace(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    path.write_text('{"insecure-registries": ["old:5000", "head01:5000"]}')
+    res = run(capsys, path=str(path), settings={"insecure-registries": ["head01:5000"]}, list_merge="replace")
+    assert res["changed"] is True and res["config"]["insecure-registries"] == ["head01:5000"]
+
+
+def test_validate_auto_skips_on_engine_without_validate(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    dockerd = fake_dockerd(tmp_path, supports_validate=False)
+    res = run(capsys, path=str(path), settings=NVIDIA, validate="auto", dockerd_path=dockerd)
+    assert res["changed"] is True
+    assert res["validation"]["status"] == "skipped"
+    assert "has no --validate option" in res["validation"]["reason"]
+    assert path.exists()
+
+
+def test_validate_always_fails_on_engine_without_validate_and_writes_nothing(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    path.write_text("{}\n")
+    dockerd = fake_dockerd(tmp_path, supports_validate=False)
+    res = run(capsys, path=str(path), settings=NVIDIA, validate="always", dockerd_path=dockerd)
+    assert res["failed"] is True and "cannot validate" in res["msg"]
+    assert path.read_text() == "{}\n"
+
+
+def test_validate_runs_on_the_temp_file_and_a_rejection_leaves_the_file(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    path.write_text("{}\n")
+    dockerd = fake_dockerd(tmp_path, supports_validate=True)
+    res = run(capsys, path=str(path), settings=NVIDIA, validate="auto", dockerd_path=dockerd)
+    assert res["validation"]["status"] == "passed"
+    validated = (tmp_path / "validated.log").read_text().split()
+    assert len(validated) == 1 and validated[0] != str(path) and Path(validated[0]).parent == tmp_path
+    written = path.read_text()
+    res = run(capsys, path=str(path), settings={"bogus": 1}, validate="auto", dockerd_path=dockerd)
+    assert res["failed"] is True
+    assert "dockerd --validate rejected the merged configuration" in res["msg"]
+    assert "bogus" in res["msg"] and str(path) in res["msg"]
+    assert path.read_text() == written
+    assert sorted(os.listdir(tmp_path)) == ["daemon.json", "dockerd", "validated.log"]
