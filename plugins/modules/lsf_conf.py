@@ -1,0 +1,155 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: lsf_conf
+short_description: Set or remove parameters in an IBM Spectrum LSF lsf.conf file
+description:
+  - Sets C(NAME=value) parameters in C(lsf.conf) and removes the ones given as C(null).
+  - Lines the edit does not touch come back byte-identical (comments, blank lines, commented-out
+    parameters); a changed parameter keeps its indentation, quoting and trailing comment.
+  - Values with blanks or shell-special characters are written double-quoted, as LSF requires;
+    C(Y)/C(N) values are compared case-insensitively.
+  - When a parameter is defined more than once LSF uses the last definition, so the module updates
+    the last one and warns. Removing a parameter removes every definition.
+  - A malformed C(lsf.conf) (blanks around C(=), an unquoted value with blanks, an unterminated quote,
+    a line that is not C(NAME=value)) fails with C(path:line) and the file is left as it was.
+version_added: 1.0.0
+author:
+  - hpc.gpu_containers contributors
+options:
+  path:
+    description:
+      - Path of the C(lsf.conf) file. It must exist.
+    type: path
+    required: true
+    aliases: [dest]
+  settings:
+    description:
+      - Parameters to set, as a mapping C(NAME) to value.
+      - C(null) removes the parameter.
+      - Booleans become C(Y)/C(N), numbers their decimal text, lists are joined with blanks
+        (and the result double-quoted).
+    type: dict
+    required: true
+  backup:
+    description:
+      - Keep a timestamped copy of the file before changing it.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+notes:
+  - Many parameters only take effect after C(lsadmin reconfig), C(badmin mbdrestart) or a daemon
+    restart; use RV(changed_keys) to decide which.
+"""
+
+EXAMPLES = r"""
+- name: Enable the cgroup settings Docker jobs need
+  hpc.gpu_containers.lsf_conf:
+    path: /opt/lsf/conf/lsf.conf
+    settings:
+      LSB_RESOURCE_ENFORCE: cpu memory
+      LSF_LINUX_CGROUP_ACCT: true
+      LSF_PROCESS_TRACKING: true
+    backup: true
+
+- name: Remove a parameter
+  hpc.gpu_containers.lsf_conf:
+    path: /opt/lsf/conf/lsf.conf
+    settings:
+      LSF_DOCKER_MOUNT_TMPDIR: null
+"""
+
+RETURN = r"""
+changed_keys:
+  description: Parameters whose value was (or in check mode would be) set or removed, in the order given.
+  returned: always
+  type: list
+  elements: str
+  sample: [LSB_RESOURCE_ENFORCE, LSF_PROCESS_TRACKING]
+settings:
+  description: The effective value of every parameter given, after the edit (C(null) when absent).
+  returned: always
+  type: dict
+  sample: {LSB_RESOURCE_ENFORCE: cpu memory, LSF_PROCESS_TRACKING: "Y"}
+backup_file:
+  description: Name of the backup file, when one was written.
+  returned: changed and O(backup=true)
+  type: str
+  sample: /opt/lsf/conf/lsf.conf.2210.2026-01-01@10:00:00~
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_conf import (
+    LsfSyntaxError,
+    check_value,
+    get_keys,
+    set_keys,
+)
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+
+
+def normalize(name, value):
+    """Ansible value -> lsf.conf text (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "Y" if value else "N"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(v) for v in value)
+    if isinstance(value, str):
+        return value
+    raise ValueError("the value of %s must be a string, number, boolean, list or null" % name)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True, aliases=["dest"]),
+            settings=dict(type="dict", required=True),
+            backup=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    path = module.params["path"]
+    settings = {}
+    try:
+        for name, value in module.params["settings"].items():
+            settings[name] = normalize(name, value)
+            if settings[name] is not None:
+                check_value(name, settings[name])
+    except ValueError as err:
+        module.fail_json(msg=str(err))
+
+    outcome = {}
+
+    def compute(text):
+        try:
+            new_text, changed_keys, warnings = set_keys(text, settings)
+        except LsfSyntaxError as err:
+            raise FileEditError(err.msg, path=path, line=err.line)
+        outcome["changed_keys"] = changed_keys
+        effective = get_keys(new_text)
+        outcome["settings"] = {name: effective.get(name) for name in settings}
+        return new_text, warnings
+
+    result = run_edit(module, path, compute)
+    result.update(outcome)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
