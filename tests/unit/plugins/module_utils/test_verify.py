@@ -1,0 +1,227 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import (
+    SMI_BEGIN,
+    SMI_END,
+    VerifyError,
+    compare,
+    exec_format_problem,
+    go_arch,
+    host_gpus,
+    image_arch_problem,
+    normalize_bus_id,
+    parse_nvidia_smi_xml,
+    parse_verify_output,
+    select_gpus,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+A100_XML = (FIXTURES / "nvidia_smi_a100-sxm4-mig.xml").read_text()
+A100_UUID = "GPU-27b94a00-ed54-5c24-b1fd-1054085de32a"
+SECOND_UUID = "GPU-0b5d9b0c-6f3e-4c55-9c2a-5d3e1f0a7b11"
+
+# Host facts as gpu_facts reports them for the recorded A100 (NVML spells the bus id with 8 hex digits).
+A100_FACTS = {
+    "present": True,
+    "driver_version": "510.47.03",
+    "cuda_driver_version": 11060,
+    "gpus": [{"index": 0, "uuid": A100_UUID, "pci_bus_id": "00000000:00:04.0", "minor_number": 0,
+              "name": "NVIDIA A100-SXM4-40GB"}],
+}
+
+
+def two_gpu_xml():
+    """The recording with a second GPU appended (another UUID, bus 3b, minor 1)."""
+    start = A100_XML.index("<gpu ")
+    end = A100_XML.index("</gpu>") + len("</gpu>")
+    second = (A100_XML[start:end].replace(A100_UUID, SECOND_UUID)
+              .replace("00000000:00:04.0", "00000000:3B:00.0").replace("<minor_number>0", "<minor_number>1"))
+    return (A100_XML[:end] + "\n" + second + A100_XML[end:]).replace(
+        "<attached_gpus>1</attached_gpus>", "<attached_gpus>2</attached_gpus>")
+
+
+def two_gpu_facts():
+    facts = dict(A100_FACTS)
+    facts["gpus"] = A100_FACTS["gpus"] + [
+        {"index": 1, "uuid": SECOND_UUID, "pci_bus_id": "00000000:3B:00.0", "minor_number": 1}]
+    return facts
+
+
+def report(arch="x86_64", xml=None, rc=0):
+    lines = ["hpc-verify: 1", "arch=%s" % arch]
+    if xml is None:
+        lines.append("nvidia_smi=absent")
+    else:
+        lines += ["nvidia_smi=present", "nvidia_smi_rc=%d" % rc, SMI_BEGIN, xml, SMI_END]
+    return parse_verify_output("\n".join(lines) + "\n")
+
+
+def test_parse_recorded_xml():
+    smi = parse_nvidia_smi_xml(A100_XML)
+    assert smi["driver_version"] == "510.47.03"
+    assert smi["cuda_version"] == "11.6"
+    assert smi["attached_gpus"] == 1
+    assert smi["gpus"] == [{"uuid": A100_UUID, "pci_bus_id": "0000:00:04.0", "minor_number": 0,
+                            "product_name": "NVIDIA A100-SXM4-40GB"}]
+
+
+@pytest.mark.parametrize("text", ["", "<nvidia_smi_log>", "<other/>"])
+def test_parse_bad_xml(text):
+    with pytest.raises(VerifyError):
+        parse_nvidia_smi_xml(text)
+
+
+def test_parse_na_values():
+    xml = ("<nvidia_smi_log><driver_version>N/A</driver_version><gpu id='0000:01:00.0'>"
+           "<uuid>GPU-x</uuid><minor_number>N/A</minor_number></gpu></nvidia_smi_log>")
+    smi = parse_nvidia_smi_xml(xml)
+    assert smi["driver_version"] is None
+    assert smi["gpus"][0]["minor_number"] is None
+    assert smi["gpus"][0]["pci_bus_id"] == "0000:01:00.0"  # falls back to the gpu id attribute
+    assert smi["attached_gpus"] == 1
+
+
+@pytest.mark.parametrize("raw, want", [
+    ("00000000:3B:00.0", "0000:3b:00.0"),
+    ("0000:3b:00.0", "0000:3b:00.0"),
+    ("3b:00.0", "0000:3b:00.0"),
+    ("00000001:04:00.1", "0001:04:00.1"),
+    (None, None),
+])
+def test_normalize_bus_id(raw, want):
+    assert normalize_bus_id(raw) == want
+
+
+def test_parse_verify_output_roundtrip():
+    parsed = report(xml=A100_XML, rc=0)
+    assert parsed["marker"] is True
+    assert parsed["arch"] == "x86_64"
+    assert parsed["nvidia_smi"] is True
+    assert parsed["nvidia_smi_rc"] == 0
+    assert parse_nvidia_smi_xml(parsed["nvidia_smi_xml"])["gpus"][0]["uuid"] == A100_UUID
+
+
+def test_parse_verify_output_truncated_and_empty():
+    assert parse_verify_output("")["marker"] is False
+    cut = parse_verify_output("hpc-verify: 1\narch=ppc64le\nnvidia_smi=present\n%s\n<nvidia_smi_log>" % SMI_BEGIN)
+    assert cut["arch"] == "ppc64le"
+    assert cut["nvidia_smi_xml"] == "<nvidia_smi_log>"
+
+
+@pytest.mark.parametrize("uname, go", [("x86_64", "amd64"), ("ppc64le", "ppc64le"), ("aarch64", "arm64"),
+                                       ("amd64", "amd64"), ("s390x", "s390x")])
+def test_go_arch(uname, go):
+    assert go_arch(uname) == go
+
+
+def test_image_arch_problem():
+    assert image_arch_problem("r/verify:1", "amd64", "x86_64") is None
+    assert image_arch_problem("r/verify:1", "ppc64le", "ppc64le") is None
+    msg = image_arch_problem("r/verify:1", "ppc64le", "x86_64")
+    assert "linux/ppc64le" in msg and "linux/amd64" in msg and "r/verify:1" in msg
+
+
+def test_exec_format_problem():
+    assert exec_format_problem("exec /verify: exec format error", "img", "x86_64").startswith("the entrypoint of img")
+    assert exec_format_problem("all fine", "img", "x86_64") is None
+
+
+def test_host_gpus_accepts_both_key_spellings():
+    facts = {"present": True, "gpus": [{"uuid": "GPU-a", "bus_id": "00000000:3B:00.0", "minor": 3},
+                                       {"uuid": "GPU-b", "pci": {"bus_id": "0000:5e:00.0"}}]}
+    gpus = host_gpus(facts)
+    assert [g["index"] for g in gpus] == [0, 1]
+    assert gpus[0]["pci_bus_id"] == "0000:3b:00.0" and gpus[0]["minor_number"] == 3
+    assert gpus[1]["pci_bus_id"] == "0000:5e:00.0" and gpus[1]["minor_number"] is None
+    assert host_gpus({"present": False, "gpus": [{"uuid": "GPU-a"}]}) == []
+    assert host_gpus(None) == []
+
+
+def test_select_gpus():
+    gpus = host_gpus(two_gpu_facts())
+    assert select_gpus(gpus, ["all"]) == gpus
+    assert [g["uuid"] for g in select_gpus(gpus, ["1"])] == [SECOND_UUID]
+    assert [g["uuid"] for g in select_gpus(gpus, [A100_UUID.upper()])] == [A100_UUID]
+    assert len(select_gpus(gpus, ["0", A100_UUID])) == 1  # the same GPU twice counts once
+    with pytest.raises(VerifyError, match="not on this host"):
+        select_gpus(gpus, ["7"])
+    with pytest.raises(VerifyError, match="cannot be combined"):
+        select_gpus(gpus, ["all", "0"])
+
+
+def test_compare_pass_recorded_gpu():
+    selected = host_gpus(A100_FACTS)
+    problems, details = compare("x86_64", report(xml=A100_XML), selected, A100_FACTS)
+    assert problems == []
+    assert details["gpus"]["container"] == 1
+    assert details["gpus"]["container_driver_version"] == "510.47.03"
+
+
+def test_compare_one_of_two_requested_indices_renumbered():
+    """GPU 1 on the host is GPU 0 inside: matched by UUID, so this passes."""
+    facts = two_gpu_facts()
+    selected = select_gpus(host_gpus(facts), ["1"])
+    inside = two_gpu_xml()
+    start = inside.index("<gpu ")
+    end = inside.index("</gpu>") + len("</gpu>")
+    only_second = (inside[:start] + inside[end:]).replace("<attached_gpus>2", "<attached_gpus>1")
+    problems, _ = compare("x86_64", report(xml=only_second), selected, facts)
+    assert problems == []
+
+
+def test_compare_detects_extra_and_count():
+    facts = two_gpu_facts()
+    selected = select_gpus(host_gpus(facts), ["0"])
+    problems, _ = compare("x86_64", report(xml=two_gpu_xml()), selected, facts)
+    assert "GPUs: the container sees 2 GPU(s), 1 requested" in problems
+    assert "GPUs: visible in the container but not requested: %s" % SECOND_UUID in problems
+
+
+def test_compare_detects_missing_gpu():
+    facts = two_gpu_facts()
+    selected = host_gpus(facts)
+    problems, _ = compare("x86_64", report(xml=A100_XML), selected, facts)
+    assert "GPUs: requested but not visible in the container: %s" % SECOND_UUID in problems
+
+
+def test_compare_detects_driver_bus_minor_and_cuda():
+    facts = dict(A100_FACTS, driver_version="535.54.03", cuda_driver_version=12020)
+    facts["gpus"] = [dict(A100_FACTS["gpus"][0], pci_bus_id="0000:3b:00.0", minor_number=2)]
+    problems, _ = compare("x86_64", report(xml=A100_XML), host_gpus(facts), facts)
+    text = "\n".join(problems)
+    assert "driver 510.47.03 but the host runs 535.54.03" in text
+    assert "CUDA 11.6 but the host driver supports CUDA 12.2" in text
+    assert "PCI bus id 0000:3b:00.0 on the host but 0000:00:04.0" in text
+    assert "/dev/nvidia2 on the host but /dev/nvidia0" in text
+
+
+def test_compare_no_nvidia_smi_when_gpus_expected():
+    problems, _ = compare("x86_64", report(), host_gpus(A100_FACTS), A100_FACTS)
+    assert len(problems) == 1 and "nvidia-smi is not available" in problems[0]
+
+
+def test_compare_nvidia_smi_failed():
+    problems, _ = compare("x86_64", report(xml="", rc=9), host_gpus(A100_FACTS), A100_FACTS)
+    assert any("exit code 9" in p for p in problems)
+
+
+def test_compare_cpu_node_passes_and_flags_leaked_gpus():
+    problems, details = compare("ppc64le", report(arch="ppc64le"), [], {"present": False})
+    assert problems == [] and details["architecture"] == {"node": "ppc64le", "container": "ppc64le"}
+    problems, _ = compare("x86_64", report(xml=A100_XML), [], {"present": False}, expect_gpus=False)
+    assert problems == ["GPUs: the container sees 1 GPU(s) although none were requested (%s)" % A100_UUID]
+
+
+def test_compare_architecture_mismatch_and_missing_report():
+    problems, _ = compare("x86_64", report(arch="ppc64le"), [], None)
+    assert problems == ["architecture: the container runs ppc64le but the node is x86_64"]
+    problems, _ = compare("x86_64", parse_verify_output("hello\n"), [], None)
+    assert any("did not print the verification report" in p for p in problems)
+    assert any("did not report its architecture" in p for p in problems)
