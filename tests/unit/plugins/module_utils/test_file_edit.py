@@ -261,7 +261,7 @@ def test_killed_writer_leaves_original_intact(conf, how, exitcode):
 def _increment_many(path, times):
     def bump(text):
         return "%d\n" % (int(text) + 1)
-    for _ in range(times):
+    for dummy in range(times):
         edit_file(path, bump)
     os._exit(0)
 
@@ -271,7 +271,7 @@ def test_concurrent_writers_lose_no_update(tmp_path):
     path.write_text("0\n")
     writers, times = 4, 150
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_increment_many, args=(str(path), times)) for _ in range(writers)]
+    procs = [ctx.Process(target=_increment_many, args=(str(path), times)) for dummy in range(writers)]
     for proc in procs:
         proc.start()
     for proc in procs:
@@ -292,7 +292,7 @@ def test_concurrent_creators_of_an_absent_file_lose_no_update(tmp_path):
     writers = 6
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(writers)
-    procs = [ctx.Process(target=_create_once, args=(str(path), barrier)) for _ in range(writers)]
+    procs = [ctx.Process(target=_create_once, args=(str(path), barrier)) for dummy in range(writers)]
     for proc in procs:
         proc.start()
     for proc in procs:
