@@ -543,7 +543,7 @@ def _yn(value):
     return None if value is None else ("Y" if value else "N")
 
 
-def _wanted_resource(spec):
+def resource_request(spec):
     """Validate the requested attributes; return {column key: raw token}."""
     rtype = spec.get("type")
     if rtype is not None:
@@ -604,7 +604,7 @@ def edit_resource(text, name, state="present", **spec):
     """
     doc = parse_document(text, shapes=SHARED_SHAPES, default_shape="table")
     warnings = list(doc.warnings)
-    want = _wanted_resource(spec) if state == "present" else {}
+    want = resource_request(spec) if state == "present" else {}
     sections = doc.find("resource")
     rows = [r for s in sections for r in s.rows if r.value("RESOURCENAME") == name]
     if len(rows) > 1:

@@ -1,0 +1,186 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: lsf_host
+short_description: Add or remove resources on hosts in the Host section of IBM Spectrum LSF lsf.cluster
+description:
+  - Adds (O(state=present)) or removes (O(state=absent)) items of the C(RESOURCES) column for many hosts
+    of the C(Host) section of C(lsf.cluster.<cluster_name>) in one edit.
+  - A host covered by a condensed range row (C(host[01-04]), C(host[5:20]), C(hostA[1,3]B[1-3])) is
+    edited on that row, never duplicated; the change then applies to every host of the range.
+  - In C(RESOURCES) a leading C(!) marks an exclusive resource and C(name=value) a static value; a
+    requested item replaces an item with the same name in another form (C(docker) replaces C(!docker)).
+    In C(model)/C(type) C(!) means detected automatically.
+  - With O(create_missing=true) a host without a row gets one, rendered against the file's own header:
+    C(model)/C(type) C(!), C(server) C(1), the other columns empty, unless O(model), O(type),
+    O(server) are given.
+  - Every line the edit does not touch comes back byte-identical; an edited row keeps its spacing.
+    A malformed file (a C(Begin) without C(End), a row whose value count does not match the header,
+    text outside any section) fails with C(path:line) and is left as it was.
+version_added: 1.0.0
+author:
+  - hpc.gpu_containers contributors
+options:
+  path:
+    description:
+      - Path of the C(lsf.cluster.<cluster_name>) file. It must exist.
+    type: path
+    required: true
+    aliases: [dest]
+  hosts:
+    description:
+      - Host names (as in the C(HOSTNAME) column, case-insensitive), or the single name C(all) for every row.
+    type: list
+    elements: str
+    required: true
+  resources:
+    description:
+      - C(RESOURCES) items, such as C(docker), C(!gpu) or C(ngpus=4).
+    type: list
+    elements: str
+    required: true
+  state:
+    description:
+      - C(present) adds the items, C(absent) removes items with these names (in any form).
+    type: str
+    choices: [present, absent]
+    default: present
+  create_missing:
+    description:
+      - Add a row for a host that has none (only with O(state=present)).
+    type: bool
+    default: false
+  model:
+    description:
+      - C(model) of rows added by O(create_missing). Defaults to C(!) (detected).
+    type: str
+  type:
+    description:
+      - C(type) of rows added by O(create_missing). Defaults to C(!) (detected).
+    type: str
+  server:
+    description:
+      - C(server) of rows added by O(create_missing), C(1) server host, C(0) client. Defaults to C(1).
+    type: int
+    choices: [0, 1]
+  backup:
+    description:
+      - Keep a timestamped copy of the file before changing it.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+notes:
+  - Run C(lsadmin reconfig) and C(badmin mbdrestart) after a change, and C(lsadmin limrestart) on changed
+    hosts; RV(changed_hosts) lists them.
+"""
+
+EXAMPLES = r"""
+- name: Give the GPU compute nodes the docker resource
+  hpc.gpu_containers.lsf_host:
+    path: /opt/lsf/conf/lsf.cluster.cluster1
+    hosts: "{{ groups['lsf_compute'] }}"
+    resources: [docker]
+    create_missing: true
+
+- name: Take docker away from every host
+  hpc.gpu_containers.lsf_host:
+    path: /opt/lsf/conf/lsf.cluster.cluster1
+    hosts: [all]
+    resources: [docker]
+    state: absent
+"""
+
+RETURN = r"""
+changed_hosts:
+  description: C(HOSTNAME) cells of the rows changed or added (a range row appears as its range), in file order.
+  returned: always
+  type: list
+  elements: str
+  sample: [host01, "gpu[01-04]"]
+created_hosts:
+  description: Hosts that got a new row.
+  returned: always
+  type: list
+  elements: str
+  sample: [host05]
+backup_file:
+  description: Name of the backup file, when one was written.
+  returned: changed and O(backup=true)
+  type: str
+  sample: /opt/lsf/conf/lsf.cluster.cluster1.2210.2026-01-01@10:00:00~
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (
+    LsfSyntaxError,
+    check_host_name,
+    check_host_resource,
+    edit_hosts,
+)
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True, aliases=["dest"]),
+            hosts=dict(type="list", elements="str", required=True),
+            resources=dict(type="list", elements="str", required=True),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+            create_missing=dict(type="bool", default=False),
+            model=dict(type="str"),
+            type=dict(type="str"),
+            server=dict(type="int", choices=[0, 1]),
+            backup=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    path = p["path"]
+    hosts = p["hosts"]
+    every = [h.lower() for h in hosts] == ["all"]
+    try:
+        if not every:
+            for host in hosts:
+                check_host_name(host)
+        for item in p["resources"]:
+            check_host_resource(item)
+        for opt in ("model", "type"):
+            if p[opt] is not None and (not p[opt] or len(p[opt].split()) != 1 or "#" in p[opt]):
+                raise ValueError("%s must be one word" % opt)
+    except ValueError as err:
+        module.fail_json(msg=str(err))
+
+    outcome = {}
+
+    def compute(text):
+        try:
+            new_text, changed, created, warnings = edit_hosts(
+                text, "all" if every else hosts, p["resources"], state=p["state"],
+                create_missing=p["create_missing"], model=p["model"], host_type=p["type"],
+                server=p["server"])
+        except LsfSyntaxError as err:
+            raise FileEditError(err.msg, path=path, line=err.line)
+        outcome["changed_hosts"] = changed
+        outcome["created_hosts"] = created
+        return new_text, warnings
+
+    result = run_edit(module, path, compute)
+    result.update(outcome)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
