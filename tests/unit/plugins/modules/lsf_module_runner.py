@@ -1,0 +1,19 @@
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run an LSF module's main() with arguments and return its JSON result."""
+
+import json
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+
+def run_module(module, capsys, check=False, diff=False, **args):
+    if check:
+        args["_ansible_check_mode"] = True
+    if diff:
+        args["_ansible_diff"] = True
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out)
