@@ -1,0 +1,90 @@
+# hpc.gpu_containers developer and CI entry points.  `make help` lists them.
+#
+# Everything runs from the project venv (.venv), built from requirements-dev.txt.
+# Nothing here needs a container registry: sanity/units install their own
+# venvs from PyPI, the node image is built from Debian packages.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+# `make -j test` must still run the steps in the documented order.
+.NOTPARALLEL:
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+VENV_STAMP := $(VENV)/.requirements-dev.stamp
+# Tools run with the venv first on PATH (ansible-lint and molecule call
+# ansible-playbook; molecule installs this collection into $VIRTUAL_ENV/.ansible).
+WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
+MOLECULE_SCENARIO ?= default
+
+# $(call timed,<label>,<command>): run a command and report its wall time.
+define timed
+start=$$(date +%s); \
+if $(2); then echo "make: $(1) took $$(( $$(date +%s) - start ))s"; \
+else rc=$$?; echo "make: $(1) FAILED (exit $$rc) after $$(( $$(date +%s) - start ))s" >&2; exit $$rc; fi
+endef
+
+.PHONY: help venv lint unit sanity units image molecule demo demo-down bench test clean
+
+help: ## Show this list
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+venv: $(VENV_STAMP) ## Build .venv from requirements-dev.txt (no-op while the stamp is newer)
+
+$(VENV_STAMP): requirements-dev.txt
+	@if [ ! -x "$(VENV)/bin/python" ]; then \
+	    [ -n "$(PYTHON)" ] || { echo "make venv: no python3.11/python3 found" >&2; exit 1; }; \
+	    echo "make venv: creating $(VENV) with $(PYTHON)"; \
+	    $(PYTHON) -m venv "$(VENV)"; \
+	fi
+	$(VENV)/bin/python -m pip install --disable-pip-version-check -q --upgrade pip
+	$(VENV)/bin/python -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	@touch "$@"
+
+lint: venv ## ruff, then ansible-lint --profile production
+	@$(call timed,ruff,$(VENV)/bin/ruff check .)
+	@$(call timed,ansible-lint,$(WITH_VENV) ansible-lint --profile production)
+
+unit: venv ## pytest tests/unit (no tests collected is a failure)
+	@$(call timed,unit,$(VENV)/bin/pytest -q tests/unit)
+
+sanity: venv ## ansible-test sanity --venv --python 3.11 on a copy of the working tree
+	@$(call timed,sanity,tools/ansible_test.sh sanity)
+
+units: venv ## ansible-test units --venv --python 3.11 on a copy of the working tree
+	@$(call timed,units,tools/ansible_test.sh units)
+
+image: ## Build the test-bed node image from Debian packages (tools/node-image.sh)
+	@$(call timed,image,tools/node-image.sh)
+
+molecule: venv ## molecule test (default scenario) when a Docker engine answers
+	@if ! docker info >/dev/null 2>&1; then \
+	    printf '%s\n' \
+	      '##################################################################' \
+	      '##  SKIPPED: molecule test -- no Docker engine answers            ##' \
+	      '##  (`docker info` failed). Nothing was converged or verified.    ##' \
+	      '##################################################################' >&2; \
+	    if [ -n "$${MOLECULE_REQUIRED:-}" ]; then echo "make molecule: MOLECULE_REQUIRED is set: failing" >&2; exit 1; fi; \
+	    exit 0; \
+	fi
+	@$(MAKE) --no-print-directory image
+	@$(call timed,molecule,$(WITH_VENV) molecule test -s $(MOLECULE_SCENARIO))
+
+demo: venv image ## Start the demo cluster (tools/demo.sh)
+	$(WITH_VENV) tools/demo.sh
+
+demo-down: ## Remove the demo cluster (tools/demo-down.sh)
+	$(WITH_VENV) tools/demo-down.sh
+
+bench: venv ## Run every benchmark in bench/*.py
+	@set -- bench/*.py; [ -e "$$1" ] || { echo "make bench: no bench/*.py" >&2; exit 1; }; \
+	for script in "$$@"; do \
+	    echo "make bench: $$script"; \
+	    $(call timed,$$script,$(VENV)/bin/python "$$script"); \
+	done
+
+test: lint unit sanity units molecule ## Everything CI runs, in this order: lint unit sanity units molecule
+
+clean: ## Remove test output and caches (keeps .venv and the ansible-test venv cache)
+	rm -rf tests/output .pytest_cache .ruff_cache .hypothesis
