@@ -96,9 +96,8 @@ log "running ansible-test $cmd in $copy"
 
 case "$cmd" in
 sanity)
-    # shellcheck disable=SC2086  # SANITY_TESTS is a word list on purpose
     tests=()
-    for t in ${SANITY_TESTS:-}; do tests+=(--test "$t"); done
+    for t in ${SANITY_TESTS:-}; do tests+=(--test "$t"); done  # a word list on purpose
     "$ansible_test" sanity --venv --python "$python_version" "${tests[@]}" "$@"
     ;;
 units)
