@@ -17,7 +17,7 @@ description:
     the last profile, before any trailing comments, in the style of the last profile.
   - C(CONTAINER) and C(EXEC_DRIVER) are given structurally (O(container), O(exec_driver)) and compared
     structurally, so a value LSF reads the same way (other spacing, other line breaks) is not rewritten.
-    Long values are broken with C( \\) continuations.
+    Long values are broken over lines with backslash continuations.
   - A C(CONTAINER) or C(EXEC_DRIVER) value in the file that does not follow the grammar (real files have
     them) is kept byte-identical with a warning naming its line; other profiles are still edited and the
     value itself can be replaced.
@@ -27,7 +27,9 @@ description:
     C(path:line) and is left untouched.
   - Run C(badmin reconfig) afterwards for LSF to read the change.
 author:
-  - hpc.gpu_containers contributors
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
@@ -36,7 +38,14 @@ attributes:
   diff_mode:
     support: full
   idempotent:
+    description:
+      - When run twice with the same arguments, the second run reports no change.
     support: full
+    details:
+      - Values are compared as LSF reads them, so other spacing or line breaks do not count as a change.
+  platform:
+    support: full
+    platforms: posix
 options:
   path:
     description:
@@ -92,8 +101,8 @@ options:
         default: []
       clauses:
         description:
-          - Further C(keyword(argument)) clauses, for example C({starter: root}) for the legacy
-            C(starter(root)), C(container_io), C(job_pre_post).
+          - Further C(keyword(argument)) clauses as keyword and argument, for example key V(starter) with
+            value V(root) for the legacy C(starter(root)), or C(container_io) and C(job_pre_post).
         type: dict
         default: {}
   exec_driver:
