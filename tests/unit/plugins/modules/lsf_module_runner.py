@@ -5,6 +5,7 @@
 import json
 
 import pytest
+from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
 
 
@@ -13,7 +14,17 @@ def run_module(module, capsys, check=False, diff=False, **args):
         args["_ansible_check_mode"] = True
     if diff:
         args["_ansible_diff"] = True
+    # warnings are collected process-wide; start each run with none
+    ansible_warnings._global_warnings.clear()
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             module.main()
     return json.loads(capsys.readouterr().out)
+
+
+def warning_texts(result):
+    """The warning messages of a result (plain strings or 2.19 WarningSummary dicts)."""
+    out = []
+    for item in result.get("warnings", []):
+        out.append(item["event"]["msg"] if isinstance(item, dict) else item)
+    return out

@@ -1,0 +1,144 @@
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""lsf_conf, lsf_resource and lsf_host through AnsibleModule: check mode predicts
+exactly and writes nothing, --diff, idempotence, backup, return values."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from lsf_module_runner import run_module, warning_texts
+
+from ansible_collections.hpc.gpu_containers.plugins.modules import lsf_conf, lsf_host, lsf_resource
+
+SAMPLES = Path(__file__).resolve().parents[3] / "fixtures" / "lsf_samples"
+
+
+def sample(tmp_path, name, target):
+    dest = tmp_path / target
+    shutil.copyfile(SAMPLES / name, dest)
+    dest.chmod(0o644)
+    return dest
+
+
+def check_then_run(module, capsys, path, **args):
+    """Check mode first (nothing written, same prediction), then the real run,
+    then a second real run that changes nothing."""
+    before = path.read_bytes()
+    predicted = run_module(module, capsys, check=True, diff=True, path=str(path), **args)
+    assert path.read_bytes() == before
+    done = run_module(module, capsys, diff=True, path=str(path), **args)
+    assert predicted == done
+    if done["changed"]:
+        assert done["diff"]["before"] == before.decode()
+        assert done["diff"]["after"] == path.read_text()
+    again = run_module(module, capsys, path=str(path), **args)
+    assert again["changed"] is False
+    return done
+
+
+def test_lsf_conf_seed_settings(tmp_path, capsys):
+    path = sample(tmp_path, "bytedance__volclava__lsf.conf.in", "lsf.conf")
+    original = path.read_text()
+    res = check_then_run(lsf_conf, capsys, path, settings={
+        "LSB_RESOURCE_ENFORCE": ["cpu", "memory"], "LSF_LINUX_CGROUP_ACCT": True, "LSF_PROCESS_TRACKING": "Y",
+        "LSB_MAX_PACK_JOBS": 200, "LSF_AUTH": None})
+    assert res["changed"] is True
+    assert res["changed_keys"] == ["LSB_RESOURCE_ENFORCE", "LSF_LINUX_CGROUP_ACCT", "LSF_PROCESS_TRACKING",
+                                   "LSB_MAX_PACK_JOBS", "LSF_AUTH"]
+    assert res["settings"] == {"LSB_RESOURCE_ENFORCE": "cpu memory", "LSF_LINUX_CGROUP_ACCT": "Y",
+                               "LSF_PROCESS_TRACKING": "Y", "LSB_MAX_PACK_JOBS": "200", "LSF_AUTH": None}
+    text = path.read_text()
+    assert "LSB_MAX_PACK_JOBS=200\n" in text and "LSF_AUTH=" not in text
+    assert text.endswith('LSB_RESOURCE_ENFORCE="cpu memory"\nLSF_LINUX_CGROUP_ACCT=Y\nLSF_PROCESS_TRACKING=Y\n')
+    assert text.replace("LSF_AUTH=eauth\n", "") != original
+
+
+def test_lsf_conf_backup_and_duplicate_warning(tmp_path, capsys):
+    path = tmp_path / "lsf.conf"
+    path.write_text("LSF_LOG_MASK=LOG_ERR\nLSF_LOG_MASK=LOG_WARNING\n")
+    res = run_module(lsf_conf, capsys, path=str(path), settings={"LSF_LOG_MASK": "LOG_DEBUG"}, backup=True)
+    assert res["changed"] is True
+    assert Path(res["backup_file"]).read_text() == "LSF_LOG_MASK=LOG_ERR\nLSF_LOG_MASK=LOG_WARNING\n"
+    assert path.read_text() == "LSF_LOG_MASK=LOG_ERR\nLSF_LOG_MASK=LOG_DEBUG\n"
+    assert warning_texts(res) == ["LSF_LOG_MASK is defined 2 times (lines 1, 2); the last one wins"]
+
+
+def test_lsf_conf_rejects_unwritable_value(tmp_path, capsys):
+    path = tmp_path / "lsf.conf"
+    path.write_text("A=1\n")
+    res = run_module(lsf_conf, capsys, path=str(path), settings={"A": 'say "hi"'})
+    assert res["failed"] is True and "double quote" in res["msg"]
+    res = run_module(lsf_conf, capsys, path=str(path), settings={"A": {"x": 1}})
+    assert res["failed"] is True and "must be a string" in res["msg"]
+    assert path.read_text() == "A=1\n"
+
+
+def test_lsf_conf_missing_file_fails(tmp_path, capsys):
+    res = run_module(lsf_conf, capsys, path=str(tmp_path / "nope"), settings={"A": "1"})
+    assert res["failed"] is True and res["msg"] == "%s: file does not exist" % (tmp_path / "nope")
+
+
+def test_lsf_resource_seed_on_default_shared(tmp_path, capsys):
+    path = sample(tmp_path, "Azure__cyclecloud-lsf__lsf.shared.erb", "lsf.shared")
+    res = check_then_run(lsf_resource, capsys, path, name="docker", type="Boolean", description="Docker container")
+    assert res["changed"] is True
+    assert res["resource"] == {"resourcename": "docker", "type": "Boolean", "interval": "", "increasing": "",
+                               "consumable": None, "release": None, "description": "Docker container"}
+    assert "   bluegene   Boolean ()       ()          (BLUEGENE)\n   docker     Boolean ()       ()          (Docker container)\nEnd Resource\n" \
+        in path.read_text()
+    res = check_then_run(lsf_resource, capsys, path, name="docker", description="Containers")
+    assert res["resource"]["description"] == "Containers"
+    res = check_then_run(lsf_resource, capsys, path, name="docker", state="absent")
+    assert res["changed"] is True and res["resource"] is None
+    assert path.read_bytes() == (SAMPLES / "Azure__cyclecloud-lsf__lsf.shared.erb").read_bytes()
+
+
+def test_lsf_resource_bad_requests(tmp_path, capsys):
+    path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.shared", "lsf.shared")
+    before = path.read_bytes()
+    for args, msg in [
+        (dict(name="mem", description="x"), "reserved"),
+        (dict(name="1x", description="x"), "starts with a digit"),
+        (dict(name="x", type="Boolean", increasing=True, description="x"), "only apply to Numeric"),
+        (dict(name="x"), "description is required"),
+        (dict(name="x", description="a (b)"), "parentheses"),
+        (dict(name="x", interval=0, description="x"), "positive"),
+    ]:
+        res = run_module(lsf_resource, capsys, path=str(path), **args)
+        assert res["failed"] is True and msg in res["msg"], res
+    assert path.read_bytes() == before
+
+
+def test_lsf_host_seed_on_openlava_cluster(tmp_path, capsys):
+    path = sample(tmp_path, "tmetsch__docker_compose_openlava__lsf.cluster.openlava", "lsf.cluster.openlava")
+    res = check_then_run(lsf_host, capsys, path, hosts=["node1", "node2", "gpu[01-02]"], resources=["docker"],
+                         create_missing=True)
+    assert res["changed_hosts"] == ["node1", "node2", "gpu[01-02]"]
+    assert res["created_hosts"] == ["gpu[01-02]"]
+    assert "node2               !              !     1       -       (docker)\n" \
+           "node3               !              !     1       -       -\n" \
+           "gpu[01-02]          !              !     1       -       (docker)\nEnd     Host\n" in path.read_text()
+    res = check_then_run(lsf_host, capsys, path, hosts=["gpu02", "master"], resources=["docker", "!gpu"])
+    assert res["changed_hosts"] == ["master", "gpu[01-02]"] and res["created_hosts"] == []
+    res = check_then_run(lsf_host, capsys, path, hosts=["all"], resources=["docker", "gpu"], state="absent")
+    assert res["changed_hosts"] == ["master", "node1", "node2", "gpu[01-02]"]
+    assert "gpu[01-02]          !              !     1       -       ()\n" in path.read_text()
+
+
+def test_lsf_host_warns_for_unknown_host(tmp_path, capsys):
+    path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.cluster.LSFCluster", "lsf.cluster.c1")
+    res = run_module(lsf_host, capsys, path=str(path), hosts=["ghost"], resources=["docker"])
+    assert res["changed"] is False and res["changed_hosts"] == []
+    assert warning_texts(res) == ["host ghost has no row in the Host section; nothing done for it"]
+
+
+@pytest.mark.parametrize("args,msg", [
+    (dict(hosts=["a b"], resources=["docker"]), "not a valid host name"),
+    (dict(hosts=["n1"], resources=["(docker)"]), "not a valid RESOURCES item"),
+    (dict(hosts=["n1"], resources=["docker"], model="a b"), "model must be one word"),
+])
+def test_lsf_host_bad_requests(tmp_path, capsys, args, msg):
+    path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.cluster.LSFCluster", "lsf.cluster.c1")
+    res = run_module(lsf_host, capsys, path=str(path), **args)
+    assert res["failed"] is True and msg in res["msg"]
