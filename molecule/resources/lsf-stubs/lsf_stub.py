@@ -1,0 +1,500 @@
+#!/usr/bin/python3
+# Copyright: contributors to hpc.gpu_containers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Recording stand-in for the LSF commands, for the test bed only.
+
+Installed under several names (lsadmin, badmin, lshosts, lsid, bsub and the
+Docker driver scripts of LSF_SERVERDIR); the name it is called by picks the
+behaviour. Every call is appended as one JSON line to
+/var/log/lsf-stub/calls.jsonl (timestamp, command, argv, cwd, user, host).
+
+Switches (files) for failure tests:
+  /etc/lsf-stub/fail-ckconfig           both ckconfig -v fail with its text
+  /etc/lsf-stub/fail-lsadmin-ckconfig   only lsadmin ckconfig fails
+  /etc/lsf-stub/fail-badmin-ckconfig    only badmin ckconfig fails
+Without a switch, "ckconfig" still checks the structure LSF itself rejects:
+Begin/End pairs and, in table sections, one value per header column.
+"""
+
+import datetime
+import fcntl
+import getpass
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+
+LOG_DIR = os.environ.get("LSF_STUB_LOG_DIR", "/var/log/lsf-stub")
+SWITCH_DIR = os.environ.get("LSF_STUB_SWITCH_DIR", "/etc/lsf-stub")
+STATE_DIR = os.environ.get("LSF_STUB_STATE_DIR", "/var/lib/lsf-stub")
+DEFAULT_ENVDIR = "/usr/share/lsf/conf"
+VERSION_BANNER = "IBM Spectrum LSF Standard 10.1.0.13, Jan 17 2023"
+
+
+def emit(text="", file=None):
+    """A CLI prints: one line to stdout (or the given stream)."""
+    (file or sys.stdout).write(text + "\n")
+
+
+def record(command, argv, extra=None):
+    entry = {
+        "ts": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "cmd": command,
+        "argv": argv,
+        "cwd": os.getcwd(),
+        "user": getpass.getuser(),
+        "uid": os.getuid(),
+        "host": socket.gethostname(),
+        "lsf_envdir": os.environ.get("LSF_ENVDIR"),
+    }
+    if extra:
+        entry.update(extra)
+    line = (json.dumps(entry, sort_keys=True) + "\n").encode()
+    os.makedirs(LOG_DIR, exist_ok=True)
+    # One write() on an O_APPEND descriptor: concurrent callers never interleave.
+    fd = os.open(os.path.join(LOG_DIR, "calls.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------
+# Reading the configuration
+# --------------------------------------------------------------------------
+
+def envdir():
+    return os.environ.get("LSF_ENVDIR") or DEFAULT_ENVDIR
+
+
+def read_lsf_conf():
+    values = {}
+    with open(os.path.join(envdir(), "lsf.conf"), encoding="utf-8") as handle:
+        for line in handle:
+            match = re.match(r'^\s*([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|[^\s#]*)', line)
+            if match:
+                values[match.group(1)] = match.group(2).strip('"')
+    return values
+
+
+def confdir(conf):
+    return conf.get("LSF_CONFDIR", envdir())
+
+
+def logical_lines(path):
+    """(line number, text) with comments cut, continuations joined, blanks dropped."""
+    out = []
+    pending, start = "", 0
+    with open(path, encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, 1):
+            text = raw.rstrip("\n")
+            if not pending:
+                start = number
+            if text.rstrip().endswith("\\"):
+                pending += text.rstrip()[:-1] + " "
+                continue
+            text = pending + text
+            pending = ""
+            text = re.sub(r"#.*", "", text).strip()
+            if text:
+                out.append((start, text))
+    return out
+
+
+def tokens(text):
+    """Table tokens: bare words, or (...) groups, which count as one token."""
+    result, i = [], 0
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+        elif text[i] == "(":
+            end = text.find(")", i)
+            if end < 0:
+                raise ValueError("unbalanced parenthesis")
+            result.append(text[i + 1:end].strip())
+            i = end + 1
+        else:
+            match = re.match(r"[^\s(]+", text[i:])
+            result.append(match.group(0))
+            i += len(match.group(0))
+    return result
+
+
+def sections(path):
+    """{name: [(line, [(line, text), ...]), ...]}; raises ValueError("path(line): msg")."""
+    found = {}
+    current, body, begin_line = None, [], 0
+    for number, text in logical_lines(path):
+        word = text.split()
+        if word[0].lower() == "begin" and len(word) > 1:
+            if current is not None:
+                raise ValueError("%s(%d): Begin %s inside section %s" % (path, number, word[1], current))
+            current, body, begin_line = word[1], [], number
+        elif word[0].lower() == "end":
+            if current is None:
+                raise ValueError("%s(%d): End without Begin" % (path, number))
+            found.setdefault(current.lower(), []).append((begin_line, body))
+            current = None
+        elif current is not None:
+            body.append((number, text))
+    if current is not None:
+        raise ValueError("%s(%d): section %s has no End" % (path, begin_line, current))
+    return found
+
+
+def check_table(path, name, body):
+    if not body:
+        return []
+    if "=" in body[0][1]:
+        return []                      # KEY = value section
+    header_line, header = body[0]
+    columns = tokens(header)
+    errors = []
+    for number, text in body[1:]:
+        try:
+            values = tokens(text)
+        except ValueError as exc:
+            errors.append("%s(%d): %s" % (path, number, exc))
+            continue
+        if len(values) != len(columns):
+            errors.append(
+                "%s(%d): values do not match keys for %s section (%d values, %d keys in line %d); ignoring line"
+                % (path, number, name, len(values), len(columns), header_line))
+    return errors
+
+
+def cluster_name(conf):
+    shared = os.path.join(confdir(conf), "lsf.shared")
+    for _begin, body in sections(shared).get("cluster", []):
+        for _number, text in body[1:]:
+            return text.split()[0]
+    raise ValueError("%s: no cluster name in the Cluster section" % shared)
+
+
+def host_rows(conf):
+    path = os.path.join(confdir(conf), "lsf.cluster." + cluster_name(conf))
+    rows = []
+    for _begin, body in sections(path).get("host", []):
+        columns = [c.lower() for c in tokens(body[0][1])]
+        for _number, text in body[1:]:
+            values = tokens(text)
+            if len(values) == len(columns):
+                rows.append(dict(zip(columns, values)))
+    return rows
+
+
+def lim_errors(conf):
+    errors = []
+    shared = os.path.join(confdir(conf), "lsf.shared")
+    try:
+        for name, found in sections(shared).items():
+            for _begin, body in found:
+                errors += check_table(shared, name, body)
+        cluster_file = os.path.join(confdir(conf), "lsf.cluster." + cluster_name(conf))
+        found = sections(cluster_file)
+        if "host" not in found:
+            errors.append("%s: Host section missing" % cluster_file)
+        for name, blocks in found.items():
+            for _begin, body in blocks:
+                errors += check_table(cluster_file, name, body)
+    except (OSError, ValueError) as exc:
+        errors.append(str(exc))
+    conf_path = os.path.join(envdir(), "lsf.conf")
+    with open(conf_path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            if not re.match(r'^[A-Za-z_][A-Za-z0-9_]*=("[^"]*"|[^\s"]*)\s*(#.*)?$', text):
+                errors.append("%s(%d): syntax error in lsf.conf" % (conf_path, number))
+    return errors
+
+
+def batch_errors(conf):
+    errors = []
+    try:
+        directory = os.path.join(conf.get("LSB_CONFDIR", os.path.join(confdir(conf), "lsbatch")),
+                                 cluster_name(conf), "configdir")
+        path = os.path.join(directory, "lsb.applications")
+        if os.path.exists(path):
+            for begin, body in sections(path).get("application", []):
+                keys = [text.split("=", 1)[0].strip().upper() for _n, text in body if "=" in text]
+                if "NAME" not in keys:
+                    errors.append("%s(%d): Application section has no NAME; ignoring" % (path, begin))
+                for number, text in body:
+                    if "=" not in text:
+                        errors.append("%s(%d): missing '=' in Application section" % (path, number))
+                    elif text.count("[") != text.count("]") or text.count("(") != text.count(")"):
+                        errors.append("%s(%d): unbalanced brackets in %s" % (path, number, text.split("=")[0].strip()))
+    except (OSError, ValueError) as exc:
+        errors.append(str(exc))
+    return errors
+
+
+# --------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------
+
+def switch_text(*names):
+    for name in names:
+        path = os.path.join(SWITCH_DIR, name)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                return handle.read().strip() or "configuration error"
+    return None
+
+
+def ckconfig(tool, conf):
+    emit("\nChecking configuration files ...\n")
+    forced = switch_text("fail-%s-ckconfig" % tool, "fail-ckconfig")
+    errors = [forced] if forced else (lim_errors(conf) if tool == "lsadmin" else batch_errors(conf))
+    if errors:
+        for error in errors:
+            emit(error)
+        emit("---------------------------------------------------------")
+        emit("There are fatal errors.\n")
+        emit("Do you want to see detailed messages? [y/n] n")
+        return 255
+    emit("No errors found.\n")
+    return 0
+
+
+def cmd_lsadmin(argv, conf):
+    sub = argv[0] if argv else ""
+    if sub == "ckconfig":
+        return ckconfig("lsadmin", conf)
+    if sub in ("reconfig", "limrestart"):
+        status = ckconfig("lsadmin", conf)
+        if status:
+            return status
+        names = [row["hostname"] for row in host_rows(conf)]
+        for name in names:
+            emit("Restart LIM on <%s> ...... done" % name)
+        return 0
+    if sub in ("limstartup", "resstartup", "limshutdown", "resrestart"):
+        return 0
+    emit("lsadmin: unknown command %s" % sub, file=sys.stderr)
+    return 1
+
+
+def cmd_badmin(argv, conf):
+    sub = argv[0] if argv else ""
+    if sub == "ckconfig":
+        return ckconfig("badmin", conf)
+    if sub in ("reconfig", "mbdrestart"):
+        status = ckconfig("badmin", conf)
+        if status:
+            return status
+        emit("Reconfiguration initiated" if sub == "reconfig" else "MBD restart initiated")
+        return 0
+    if sub in ("hstartup", "hshutdown", "hrestart", "hopen", "hclose"):
+        return 0
+    emit("badmin: unknown command %s" % sub, file=sys.stderr)
+    return 1
+
+
+def machine():
+    arch = os.uname().machine
+    if arch == "ppc64le":
+        return "LINUXPPC64LE", "POWER9", 25.0
+    if arch == "aarch64":
+        return "LINUX_ARM64", "ARM8l", 6.0
+    return "X86_64", "Intel_E5", 12.5
+
+
+def memory():
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    return "%dG" % (int(line.split()[1]) // (1024 * 1024))
+    except OSError:
+        pass
+    return "-"
+
+
+def cmd_lshosts(argv, conf):
+    wanted = [a for a in argv if not a.startswith("-")]
+    auto_type, auto_model, cpuf = machine()
+    emit("%-12s %-13s %-9s %5s %5s %7s %7s %6s %s" % (
+        "HOST_NAME", "type", "model", "cpuf", "ncpus", "maxmem", "maxswp", "server", "RESOURCES"))
+    for row in host_rows(conf):
+        name = row.get("hostname")
+        if wanted and name not in wanted:
+            continue
+        host_type = row.get("type", "!") if row.get("type", "!") not in ("!", "") else auto_type
+        model = row.get("model", "!") if row.get("model", "!") not in ("!", "") else auto_model
+        server = "Yes" if row.get("server", "1") == "1" else "No"
+        resources = row.get("resources", "")
+        resources = "" if resources in ("-",) else resources
+        emit("%-12s %-13s %-9s %5.1f %5d %7s %7s %6s (%s)" % (
+            name, host_type, model, cpuf, os.cpu_count() or 1, memory(), "-", server, resources))
+    return 0
+
+
+def cmd_lsid(argv, conf):
+    emit(VERSION_BANNER)
+    emit("Copyright International Business Machines Corp. 1992, 2016.")
+    emit("US Government Users Restricted Rights - Use, duplication or disclosure "
+          "restricted by GSA ADP Schedule Contract with IBM Corp.\n")
+    emit("My cluster name is %s" % cluster_name(conf))
+    masters = conf.get("LSF_MASTER_LIST", "").split()
+    emit("My master name is %s" % (masters[0] if masters else socket.gethostname()))
+    return 0
+
+
+# bsub options that take a value (the rest are flags).
+BSUB_VALUE_OPTIONS = {
+    "-app", "-q", "-J", "-o", "-oo", "-e", "-eo", "-n", "-R", "-gpu", "-m", "-P", "-G", "-W", "-M",
+    "-env", "-cwd", "-u", "-w", "-E", "-Ep", "-sp", "-c", "-i", "-is", "-L", "-U", "-g", "-sla",
+}
+
+
+def parse_bsub(argv):
+    options, i = {}, 0
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("-"):
+            break
+        if arg in BSUB_VALUE_OPTIONS and i + 1 < len(argv):
+            options[arg] = argv[i + 1]
+            i += 2
+        else:
+            options[arg] = True
+            i += 1
+    return options, argv[i:]
+
+
+def application(conf, name):
+    """The KEY = value settings of one lsb.applications profile (upper-case keys)."""
+    directory = os.path.join(conf.get("LSB_CONFDIR", os.path.join(confdir(conf), "lsbatch")),
+                             cluster_name(conf), "configdir")
+    path = os.path.join(directory, "lsb.applications")
+    for _begin, body in sections(path).get("application", []):
+        settings = {}
+        for _number, text in body:
+            if "=" in text:
+                key, value = text.split("=", 1)
+                settings[key.strip().upper()] = value.strip()
+        if settings.get("NAME") == name:
+            return settings
+    return None
+
+
+def bracket_argument(value, keyword):
+    """The text inside keyword(...) of a CONTAINER value, with nesting."""
+    match = re.search(r"(?<![A-Za-z_])" + re.escape(keyword) + r"\(", value)
+    if not match:
+        return None
+    depth, start = 1, match.end()
+    for index in range(start, len(value)):
+        if value[index] == "(":
+            depth += 1
+        elif value[index] == ")":
+            depth -= 1
+            if depth == 0:
+                return value[start:index]
+    return None
+
+
+def container_command(container, command):
+    """docker run argv for CONTAINER = docker[image(..) options(..)], as LSF's driver would."""
+    runtime = container.split("[", 1)[0].strip()
+    if runtime not in ("docker", "nvidia-docker"):
+        raise ValueError("runtime %s is not supported by the stub" % runtime)
+    image = bracket_argument(container, "image")
+    options = bracket_argument(container, "options") or ""
+    words = []
+    for word in shlex.split(options):
+        if word.startswith("@"):
+            # An options script: its output is spliced in as more options.
+            words += shlex.split(subprocess.run([word[1:]], check=True, capture_output=True, text=True).stdout)
+        else:
+            words.append(word)
+    return ["docker", "run"] + words + [image] + command
+
+
+def next_job_id():
+    os.makedirs(STATE_DIR, exist_ok=True)
+    path = os.path.join(STATE_DIR, "jobid")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        current = int(os.read(fd, 32) or b"100")
+        os.lseek(fd, 0, 0)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(current + 1).encode())
+        return current + 1
+    finally:
+        os.close(fd)
+
+
+def cmd_bsub(argv, conf):
+    options, command = parse_bsub(argv)
+    if not command:
+        emit("bsub: no job command", file=sys.stderr)
+        return 255
+    interactive = any(flag in options for flag in ("-I", "-Is", "-Ip", "-K"))
+    queue = options.get("-q", "interactive" if interactive else "normal")
+    job = next_job_id()
+    run = command
+    app_name = options.get("-app")
+    if app_name:
+        settings = application(conf, app_name)
+        if settings is None:
+            emit("%s: No such application. Job not submitted." % app_name, file=sys.stderr)
+            return 255
+        if settings.get("CONTAINER"):
+            run = container_command(settings["CONTAINER"], command)
+    record("bsub-job", argv, {"job": job, "run": run, "queue": queue, "app": app_name})
+    emit("Job <%d> is submitted to %squeue <%s>." % (job, "" if "-q" in options else "default ", queue))
+    if not interactive:
+        return 0
+    emit("<<Waiting for dispatch ...>>")
+    emit("<<Starting on %s>>" % socket.gethostname())
+    sys.stdout.flush()
+    return subprocess.call(run)
+
+
+def cmd_driver(argv, conf):
+    # LSF_SERVERDIR/docker-{starter,control,monitor}.py: recorded, nothing else.
+    return 0
+
+
+COMMANDS = {
+    "lsadmin": cmd_lsadmin,
+    "badmin": cmd_badmin,
+    "lshosts": cmd_lshosts,
+    "lsid": cmd_lsid,
+    "bsub": cmd_bsub,
+    "docker-starter.py": cmd_driver,
+    "docker-control.py": cmd_driver,
+    "docker-monitor.py": cmd_driver,
+}
+
+
+def main():
+    command = os.path.basename(sys.argv[0])
+    argv = sys.argv[1:]
+    record(command, argv)
+    handler = COMMANDS.get(command)
+    if handler is None:
+        emit("%s: not provided by the LSF stub" % command, file=sys.stderr)
+        return 127
+    try:
+        conf = read_lsf_conf()
+    except OSError as exc:
+        emit("%s: cannot open lsf.conf: %s" % (command, exc), file=sys.stderr)
+        return 255
+    try:
+        return handler(argv, conf)
+    except (OSError, ValueError, subprocess.CalledProcessError) as exc:
+        emit("%s: %s" % (command, exc), file=sys.stderr)
+        return 255
+
+
+if __name__ == "__main__":
+    sys.exit(main())
