@@ -297,8 +297,23 @@ def _check_token(token, what):
         raise ValueError("%s %r contains '[' or ']', which would end the CONTAINER value early" % (what, token))
 
 
+def _pair_flags(tokens):
+    """Keep ``--flag value`` together so a line break never separates them (cosmetic)."""
+    out = []
+    for token in tokens:
+        if (out and not token.startswith(("-", "@")) and out[-1].startswith("-")
+                and "=" not in out[-1] and " " not in out[-1]):
+            out[-1] = out[-1] + " " + token
+        else:
+            out.append(token)
+    return out
+
+
 def render_container_tokens(spec):
     """Tokens of the CONTAINER text; joined by single blanks they are the value.
+
+    A line may be broken between two tokens; an option and its argument
+    (``--volume /a:/b``) form one token so they stay on one line.
 
     Raises ValueError for content that cannot be written safely (see check_value_text).
     """
@@ -314,7 +329,7 @@ def render_container_tokens(spec):
     if option_tokens:
         for token in option_tokens:
             _check_token(token, "container option")
-        joined = split_option_tokens(" ".join(option_tokens))
+        joined = _pair_flags(split_option_tokens(" ".join(option_tokens)))
         joined[0] = "options(" + joined[0]
         joined[-1] = joined[-1] + ")"
         pieces.append(joined)
@@ -340,9 +355,20 @@ def render_container(spec):
     return " ".join(render_container_tokens(spec))
 
 
+def _as_list(items, what):
+    """Lists stay lists; one string is one item (list items in a module's list of dicts are not type-checked)."""
+    if items is None:
+        return []
+    if isinstance(items, str):
+        return [items]
+    if not isinstance(items, (list, tuple)):
+        raise ValueError("%s must be a list of strings, not %s" % (what, type(items).__name__))
+    return list(items)
+
+
 def _normalise_options(items, what):
     tokens = []
-    for item in items or []:
+    for item in _as_list(items, what):
         item = str(item)
         check_value_text(item, what)
         try:
@@ -367,7 +393,7 @@ def container_from_params(params):
             scripts.append(token[1:])
         else:
             options.append(token)
-    for script in params.get("options_scripts") or []:
+    for script in _as_list(params.get("options_scripts"), "options_scripts"):
         script = str(script)
         check_value_text(script, "options script")
         script = script[1:] if script.startswith("@") else script
@@ -375,6 +401,8 @@ def container_from_params(params):
             raise ValueError("options script %r must be one path without blanks, quotes or brackets" % script)
         scripts.append(script)
     clauses = []
+    if not isinstance(params.get("clauses") or {}, dict):
+        raise ValueError("container clauses must be a mapping of keyword to argument")
     for keyword, arg in (params.get("clauses") or {}).items():
         arg = "" if arg is None else str(arg)
         check_value_text(arg, "container clause %s()" % keyword)

@@ -15,6 +15,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_applicatio
     apply_profiles,
 )
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_container import (
+    ContainerSpec,
     parse_container,
     parse_exec_driver,
 )
@@ -334,3 +335,25 @@ def test_edit_then_reparse_finds_the_edit_and_keeps_other_profiles(case, name, w
             assert before.profile(other).value(key) == doc.profile(other).value(key)
     again, changed_again, _ = apply_profiles(new, [{"name": name, "parameters": {key: value}}])
     assert (again, changed_again) == (new, [])
+
+
+_path = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-./:$", min_size=1, max_size=30)
+container_specs = st.builds(
+    ContainerSpec, st.sampled_from(["docker", "nvidia-docker", "singularity"]),
+    image=st.one_of(st.none(), _path),
+    options=st.lists(st.one_of(_path.map(lambda p: "--" + p), _path.map(lambda p: "-v " + p).map(str.split)
+                               .map(lambda pair: " ".join(pair))), max_size=12)
+    .map(lambda items: " ".join(items).split()),
+    options_scripts=st.lists(_path, max_size=2),
+    clauses=st.lists(st.tuples(st.just("starter"), _path), max_size=1))
+
+
+@settings(max_examples=150, deadline=None)
+@given(applications_texts(), st.sampled_from(["app0", "app2", "new"]), container_specs)
+def test_container_set_in_any_file_reads_back_as_the_same_structure(case, name, spec):
+    text, _ = case
+    request = {"name": name, "container": spec.to_dict()}
+    new, changed, _ = apply_profiles(text, [request])
+    assert parse_container(lsb_read(new)[name]["CONTAINER"]) == spec
+    assert "#" not in lsb_read(new)[name]["CONTAINER"]
+    assert apply_profiles(new, [request])[:2] == (new, [])

@@ -118,6 +118,8 @@ def test_from_params_splits_multi_word_items_and_moves_scripts():
     ({"image": "img", "options_scripts": ["/a b.sh"]}, "one path"),
     ({"runtime": "dock er", "image": "img"}, "plain name"),
     ({"image": "img", "options": ["--x\ny"]}, "line break"),
+    ({"image": "img", "options": {"a": 1}}, "list of strings"),
+    ({"image": "img", "clauses": ["starter"]}, "mapping"),
 ])
 def test_from_params_refuses_unwritable_values(params, fragment):
     with pytest.raises(ValueError, match=fragment):
@@ -203,3 +205,8 @@ def test_exec_driver_structured_text_structured_is_identity(user, starter, contr
 @given(st.lists(_option, max_size=8))
 def test_option_tokens_survive_join_and_split(options):
     assert split_option_tokens(" ".join(options)) == options
+
+
+def test_from_params_takes_one_string_as_one_item():
+    spec = container_from_params({"image": "img", "options": "--rm --ipc=host", "options_scripts": "/s.sh"})
+    assert spec.options == ["--rm", "--ipc=host"] and spec.options_scripts == ["/s.sh"]
