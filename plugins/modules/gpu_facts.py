@@ -11,14 +11,14 @@ module: gpu_facts
 short_description: Gather NVIDIA GPU and CPU facts for container placement and image choice
 version_added: 0.1.0
 description:
-  - Reads the NVIDIA driver through NVML (the C(nvidia-ml-py) bindings, imported as C(pynvml)):
-    driver version, CUDA driver version and, per GPU, index, name, UUID, serial, PCI bus id, total
+  - Reads the NVIDIA driver through NVML (the C(nvidia-ml-py) bindings, imported as C(pynvml)).
+    It reports the driver version, CUDA driver version and, per GPU, index, name, UUID, serial, PCI bus id, total
     memory, compute capability, MIG mode (current and pending), persistence mode and minor number
     with its C(/dev/nvidiaN) node.
   - Lists the NVIDIA control device nodes present (C(/dev/nvidiactl), C(/dev/nvidia-uvm),
     C(/dev/nvidia-uvm-tools), C(/dev/nvidia-modeset), C(/dev/nvidia-caps/*)).
-  - Adds CPU facts used to pick an image: architecture, ISA flags, x86-64 level (v1 to v4) and the
-    POWER generation on ppc64le.
+  - Adds the CPU facts used to pick an image (architecture, ISA flags, x86-64 level v1 to v4, and the
+    POWER generation on ppc64le).
   - A node without GPUs is a normal case. No bindings, no library, driver not loaded,
     driver/library version mismatch, no permission and zero GPUs all give C(present=false) with a
     C(reason); the module never fails for them.
@@ -36,8 +36,8 @@ attributes:
   platform:
     platforms: posix
 requirements:
-  - nvidia-ml-py (module C(pynvml)) on the managed node for GPU facts; without it the facts say
-    C(present=false) with reason C(nvidia-ml-py not installed).
+  - nvidia-ml-py (module C(pynvml)) on the managed node for GPU facts. Without it the facts say
+    C(present=false) with the reason C(nvidia-ml-py not installed).
 notes:
   - Install C(nvidia-ml-py), not the deprecated C(pynvml) package of the same import name.
   - NVML and C(nvidia-smi) number GPUs by PCI order, CUDA by speed unless C(CUDA_DEVICE_ORDER=PCI_BUS_ID);
