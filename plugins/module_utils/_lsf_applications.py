@@ -98,13 +98,34 @@ def value_tokens(text):
     return tokens
 
 
+_IF_RE = re.compile(r"[ \t]*#if\b", re.IGNORECASE)
+_ENDIF_RE = re.compile(r"[ \t]*#endif\b", re.IGNORECASE)
+
+
 class Profile:
     """One ``Begin Application`` ... ``End Application`` block."""
 
-    def __init__(self, section):
+    def __init__(self, section, lines):
         self.section = section
         name = section.get("NAME")
         self.name = name.value if name is not None else None
+        # Entries between #if and #endif (time-based configuration): each branch
+        # may set the key, so they are not duplicates and are not edited here.
+        self.conditional = set()
+        depth = 0
+        for line in section.body:
+            if line.kind == "directive":
+                text = lines[line.start]
+                if _IF_RE.match(text):
+                    depth += 1
+                elif _ENDIF_RE.match(text) and depth:
+                    depth -= 1
+            elif line.kind == "code" and depth:
+                self.conditional.add(line.start)
+        self.has_conditionals = bool(self.conditional)
+
+    def is_conditional(self, entry):
+        return entry.line.start in self.conditional
 
     @property
     def lineno(self):
@@ -265,7 +286,7 @@ class ApplicationsFile:
             if section.key != "application":
                 raise LsfSyntaxError("section %s does not belong in lsb.applications" % section.name,
                                      section.lineno)
-            profile = Profile(section)
+            profile = Profile(section, self.doc.lines)
             self.profiles.append(profile)
             if profile.name is None:
                 self.warnings.append("line %d: application profile without NAME; LSF ignores it"
@@ -344,6 +365,10 @@ class ApplicationsFile:
         additions = []
         for key, value in wanted[1:]:
             entries = section.entries_for(key)
+            for entry in entries:
+                if profile.is_conditional(entry):
+                    raise LsfSyntaxError("%s of profile %s is set under #if (time-based configuration); "
+                                         "edit it by hand" % (key, name), entry.lineno)
             if value is None:
                 for entry in entries:
                     self.doc.delete_entry(entry)
@@ -370,7 +395,9 @@ class ApplicationsFile:
             line_eol = lines[line.end - 1][len(lines[line.end - 1].rstrip("\r\n")):] or eol
             self.doc.replace_lines(line.start, line.end, [text + line_eol for text in new])
         if additions:
-            self.doc.insert_lines(section.insert_index, [text + eol for text in additions])
+            # after the last entry, unless that would put the new ones inside an #if block
+            index = section.end.start if profile.has_conditionals else section.insert_index
+            self.doc.insert_lines(index, [text + eol for text in additions])
         return changed
 
     def _append(self, wanted):

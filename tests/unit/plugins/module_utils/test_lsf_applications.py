@@ -224,6 +224,19 @@ def test_malformed_files_raise_with_line(text, line, fragment):
     assert err.value.line == line
 
 
+TIMED = ("Begin Application\nNAME = a\n#if time(8:00-18:00)\nRUNLIMIT = 5\n#else\nRUNLIMIT = 10\n#endif\n"
+         "End Application\n")
+
+
+def test_time_based_values_are_not_edited_but_other_keys_are():
+    with pytest.raises(LsfSyntaxError, match="under #if") as err:
+        apply_profiles(TIMED, [{"name": "a", "parameters": {"RUNLIMIT": 7}}])
+    assert err.value.line == 4
+    new, changed, _ = apply_profiles(TIMED, [{"name": "a", "description": "d"}])
+    assert changed == ["a"]
+    assert new == TIMED.replace("#endif\n", "#endif\nDESCRIPTION = d\n")
+
+
 def test_duplicate_profile_cannot_be_edited():
     text = "Begin Application\nNAME = a\nEnd Application\nBegin Application\nNAME = a\nEnd Application\n"
     assert "profile a is also defined on line 1" in ApplicationsFile(text).warnings[0]

@@ -120,6 +120,8 @@ BAD_FILES = [
      "defined more than once"),
     ("Begin Application\nCONTAINER = docker[image(a) \\\n# cut\n options(--rm)]\nEnd Application\n", 4,
      "expected KEY = value"),
+    ("Begin Application\nNAME = gpu\n#if time(8:00-18:00)\nRES_REQ = a\n#endif\nEnd Application\n", 4,
+     "under #if"),
 ]
 
 
