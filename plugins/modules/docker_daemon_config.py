@@ -23,7 +23,7 @@ description:
   - A malformed existing file is refused with C(path:line:col) and left untouched.
   - Restarting Docker is left to the caller; RV(restart_required) says when it is needed.
 author:
-  - hpc.gpu_containers contributors
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
 options:
   path:
     description:
@@ -80,7 +80,9 @@ attributes:
     support: full
     description: Shows the file before and after.
   platform:
+    support: full
     platforms: posix
+    description: Linux nodes.
 notes:
   - Docker reads C(daemon.json) only at start; C(insecure-registries) and a few other keys also on
     C(SIGHUP). Notify a handler that restarts Docker when RV(restart_required) is true.

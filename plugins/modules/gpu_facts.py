@@ -23,7 +23,7 @@ description:
     driver/library version mismatch, no permission and zero GPUs all give C(present=false) with a
     C(reason); the module never fails for them.
 author:
-  - hpc.gpu_containers contributors
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
 options: {}
 attributes:
   check_mode:
@@ -31,10 +31,14 @@ attributes:
     description: Only reads; runs the same in check mode.
   diff_mode:
     support: none
+    description: Changes nothing, so there is nothing to diff.
   facts:
     support: full
+    description: Sets C(ansible_facts.gpu_facts).
   platform:
+    support: full
     platforms: posix
+    description: Linux nodes.
 requirements:
   - nvidia-ml-py (module C(pynvml)) on the managed node for GPU facts. Without it the facts say
     C(present=false) with the reason C(nvidia-ml-py not installed).
