@@ -149,18 +149,23 @@ class Profile:
         return None if value is None else parse_exec_driver(value)
 
 
-def _same(key, current, wanted):
-    """True when LSF reads ``current`` (text from the file) as ``wanted`` (a spec or text)."""
+def _same(key, current, wanted, parsed=None):
+    """True when LSF reads ``current`` (text from the file) as ``wanted`` (a spec or text).
+
+    ``parsed`` maps (KEY, text) to the spec already parsed from the file (or the
+    ValueSyntaxError it raised), so a drift check parses each value once.
+    """
     if current is None:
         return False
     upper = key.upper()
-    try:
-        if upper == "CONTAINER" and not isinstance(wanted, str):
-            return parse_container(current) == wanted
-        if upper == "EXEC_DRIVER" and not isinstance(wanted, str):
-            return parse_exec_driver(current) == wanted
-    except ValueSyntaxError:
-        return False  # an opaque value is replaced by a structured one
+    if upper in ("CONTAINER", "EXEC_DRIVER") and not isinstance(wanted, str):
+        spec = (parsed or {}).get((upper, current))
+        if spec is None:
+            try:
+                spec = (parse_container if upper == "CONTAINER" else parse_exec_driver)(current)
+            except ValueSyntaxError as exc:
+                spec = exc
+        return not isinstance(spec, ValueSyntaxError) and spec == wanted  # opaque: replace it
     return value_tokens(current) == value_tokens(wanted)
 
 
@@ -281,13 +286,16 @@ class ApplicationsFile:
         self.doc = parse_document(text or "", default_shape="horizontal", quote_aware=False, join="drop")
         self.warnings = list(self.doc.warnings)
         self.profiles = []
+        self._parsed = {}
         by_name = {}
+        self._count = {}
         for section in self.doc.sections:
             if section.key != "application":
                 raise LsfSyntaxError("section %s does not belong in lsb.applications" % section.name,
                                      section.lineno)
             profile = Profile(section, self.doc.lines)
             self.profiles.append(profile)
+            self._count[profile.name] = self._count.get(profile.name, 0) + 1
             if profile.name is None:
                 self.warnings.append("line %d: application profile without NAME; LSF ignores it"
                                      % profile.lineno)
@@ -303,9 +311,11 @@ class ApplicationsFile:
                 try:
                     spec = parse(entry.value)
                 except ValueSyntaxError as exc:
+                    self._parsed[(key, entry.value)] = exc
                     self.warnings.append("line %d: %s of profile %s does not follow the %s grammar (%s); "
                                          "kept as it is" % (entry.lineno, key, profile.name, key, exc))
                     continue
+                self._parsed[(key, entry.value)] = spec
                 if key == "CONTAINER":
                     self.warnings.extend("line %d: profile %s: %s" % (entry.lineno, profile.name, w)
                                          for w in spec.warnings())
@@ -328,8 +338,8 @@ class ApplicationsFile:
         if name in self._touched:
             raise ValueError("profile %s is requested twice" % name)
         self._touched.add(name)
-        dups = [p for p in self.profiles if p.name == name]
-        if len(dups) > 1:
+        if self._count.get(name, 0) > 1:
+            dups = [p for p in self.profiles if p.name == name]
             raise LsfSyntaxError("profile %s is defined more than once (lines %s); remove the duplicates first"
                                  % (name, ", ".join(str(p.lineno) for p in dups)), dups[-1].lineno)
 
@@ -374,7 +384,7 @@ class ApplicationsFile:
                     self.doc.delete_entry(entry)
                     changed = True
                 continue
-            if entries and _same(key, entries[-1].value, value):
+            if entries and _same(key, entries[-1].value, value, self._parsed):
                 continue
             changed = True
             tokens = _render_tokens(key, value)

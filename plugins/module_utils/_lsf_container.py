@@ -34,6 +34,8 @@ blank that separates two tokens, outside quotes).
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "ValueSyntaxError", "ContainerSpec", "ExecDriverSpec",
     "parse_container", "render_container_tokens", "render_container",
@@ -51,6 +53,9 @@ RESERVED_DOCKER_OPTIONS = ("--cgroup-parent", "--user", "-u", "--name", "-w", "-
 EXEC_DRIVER_SCRIPTS = ("starter", "controller", "monitor")
 
 _BLANKS = " \t"
+_WORD_RE = re.compile(r"[A-Za-z0-9_-]*")
+_SPECIAL_RE = re.compile(r"[\"'()\[\]]")
+_BLANK_RUN_RE = re.compile(r"[ \t]+")
 
 
 class ValueSyntaxError(ValueError):
@@ -94,10 +99,9 @@ class _Reader:
         return self.text[self.pos] if self.pos < len(self.text) else ""
 
     def word(self):
-        start = self.pos
-        while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] in "_-"):
-            self.pos += 1
-        return self.text[start:self.pos]
+        match = _WORD_RE.match(self.text, self.pos)
+        self.pos = match.end()
+        return match.group()
 
     def expect(self, char):
         if self.peek() != char:
@@ -112,9 +116,14 @@ class _Reader:
         other kind inside is an error (LSF's own reader would pair it differently).
         """
         start = self.pos
+        text = self.text
+        # fast path: nothing nests or quotes before the closing character
+        end = text.find(close, start)
+        if end >= 0 and not _SPECIAL_RE.search(text, start, end):
+            self.pos = end + 1
+            return text[start:end]
         depth = 0
         quote = None
-        text = self.text
         while self.pos < len(text):
             char = text[self.pos]
             if quote:
@@ -151,6 +160,8 @@ def split_option_tokens(text):
     the text to docker as written.  Raises ValueSyntaxError for an unterminated
     quote or unbalanced parentheses.
     """
+    if not _SPECIAL_RE.search(text):
+        return [token for token in _BLANK_RUN_RE.split(text) if token]
     tokens = []
     current = []
     depth = 0
