@@ -33,7 +33,9 @@ Public API (stable):
 ``split_comment(body, quote_aware=True)``  ``(code, comment_or_None)``
 ``logical_lines(lines, quote_aware=True, join="space", continuation=True, templates=False)``
                                    list of :class:`LogicalLine`
-``tokenize(code, line=None)``      list of :class:`Token`
+``tokenize(code, line=None)``      list of :class:`Token` (with column offsets)
+``split_tokens(code, line=None)``  the same tokens as plain strings (fast)
+``token_value(raw)``               value of a raw token (outer parens removed, ``()``/``-`` -> "")
 ``Token.value`` / ``Token.raw`` / ``Token.start`` / ``Token.end`` / ``Token.is_empty``
 ``detect_eol(lines)``              the file's line ending for new lines
 """
@@ -44,16 +46,14 @@ import re
 
 __all__ = [
     "LsfSyntaxError", "LogicalLine", "Token", "physical_lines", "split_eol",
-    "split_comment", "logical_lines", "tokenize", "detect_eol", "EMPTY_VALUES",
+    "split_comment", "logical_lines", "tokenize", "split_tokens", "token_value", "detect_eol",
+    "EMPTY_VALUES",
 ]
 
 # Values LSF reads as "not set" in table columns.
 EMPTY_VALUES = ("()", "-")
 
 _DIRECTIVE_RE = re.compile(r"[ \t]*#(?:include|if|elif|else|endif|define)\b", re.IGNORECASE)
-# One table token: runs of non-blank, non-paren characters and parenthesised
-# groups (two levels of nesting), glued together without blanks.
-_TOKEN_RE = re.compile(r"(?:[^\s()]+|\((?:[^()]|\([^()]*\))*\))+")
 _BLANKS = " \t\r\f\v"
 
 
@@ -235,19 +235,24 @@ class Token:
 
     @property
     def value(self):
-        raw = self.raw
-        if raw == "-":
-            return ""
-        if raw[0] == "(" and raw[-1] == ")" and _outer_group(raw):
-            return raw[1:-1].strip(_BLANKS)
-        return raw
+        return token_value(self.raw)
 
     @property
     def is_empty(self):
-        return self.value == ""
+        return token_value(self.raw) == ""
 
     def __repr__(self):
         return "Token(%r)" % self.raw
+
+
+def token_value(raw):
+    """The value of a raw table token: outer parentheses removed, ``()`` and
+    ``-`` read as the empty string."""
+    if raw == "-":
+        return ""
+    if raw[0] == "(" and raw[-1] == ")" and _outer_group(raw):
+        return raw[1:-1].strip(_BLANKS)
+    return raw
 
 
 def _outer_group(raw):
@@ -264,36 +269,69 @@ def _outer_group(raw):
     return False
 
 
-def tokenize(code, line=None):
-    """Split table text into :class:`Token` objects.
+# A parenthesised group without blanks or nested parentheses: "()", "(mg)".
+_SIMPLE_GROUP_RE = re.compile(r"\([^()\s]*\)")
 
-    Blanks separate tokens; a parenthesised group (which may hold blanks and
-    ``[...]``) belongs to the token it is glued to.  An unbalanced parenthesis
-    raises :class:`LsfSyntaxError` (with ``line`` when given).
+
+def split_tokens(code, line=None):
+    """The raw tokens of table text, as strings (the fast path of :func:`tokenize`).
+
+    When every parenthesis belongs to a group without blanks (the usual
+    ``()``/``(mg)`` cells) a plain ``str.split`` gives the tokens; otherwise
+    blank-separated parts are glued back into parenthesised groups.  An
+    unbalanced parenthesis raises :class:`LsfSyntaxError`.
     """
     if "(" not in code and ")" not in code:
-        return [Token(m.group(), m.start(), m.end()) for m in _PLAIN_RE.finditer(code)]
-    tokens = [Token(m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(code)]
-    covered = sum(t.end - t.start for t in tokens)
-    if covered != len(code) - _count_outside_blanks(code, tokens):
-        raise LsfSyntaxError("unbalanced parenthesis in %r" % code.strip(), line)
-    return tokens
+        return code.split()
+    opens = code.count("(")
+    if opens == code.count(")") and len(_SIMPLE_GROUP_RE.findall(code)) == opens:
+        return code.split()
+    return [code[a:b] for a, b in _spans(code, line)]
 
 
-_PLAIN_RE = re.compile(r"\S+")
+def tokenize(code, line=None):
+    """Split table text into :class:`Token` objects (with offsets into ``code``).
+
+    Blanks separate tokens; a parenthesised group (which may hold blanks,
+    nested groups and ``[...]``) belongs to the token it is glued to.  An
+    unbalanced parenthesis raises :class:`LsfSyntaxError` (with ``line`` when
+    given).
+    """
+    return [Token(code[a:b], a, b) for a, b in _spans(code, line)]
 
 
-def _count_outside_blanks(code, tokens):
-    """Number of characters not covered by tokens that are blanks."""
-    count = 0
+def _paren_depth(part, depth, code, line):
+    for ch in part:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise LsfSyntaxError("unbalanced parenthesis in %r" % code.strip(), line)
+    return depth
+
+
+def _spans(code, line):
+    """(start, end) of every token: blank-separated parts, glued while a
+    parenthesis is open."""
+    spans = []
     pos = 0
-    for tok in tokens:
-        gap = code[pos:tok.start]
-        if gap.strip():
-            return -1  # non-blank left over: reported as unbalanced
-        count += len(gap)
-        pos = tok.end
-    gap = code[pos:]
-    if gap.strip():
-        return -1
-    return count + len(gap)
+    depth = 0
+    start = 0
+    find = code.find
+    for part in code.split():
+        at = find(part, pos)
+        pos = at + len(part)
+        if depth == 0:
+            start = at
+        if "(" in part or ")" in part:
+            if (depth == 0 and part[0] == "(" and part[-1] == ")"
+                    and part.count("(") == 1 and part.count(")") == 1):
+                spans.append((start, pos))  # a whole "(value)" cell
+                continue
+            depth = _paren_depth(part, depth, code, line)
+        if depth == 0:
+            spans.append((start, pos))
+    if depth:
+        raise LsfSyntaxError("unbalanced parenthesis in %r" % code.strip(), line)
+    return spans

@@ -70,6 +70,8 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer impo
     logical_lines,
     physical_lines,
     split_eol,
+    split_tokens,
+    token_value,
     tokenize,
 )
 
@@ -77,33 +79,41 @@ __all__ = ["Document", "Section", "Row", "Entry", "parse_document", "LsfSyntaxEr
 
 
 class Row:
-    """One table row."""
+    """One table row.  ``cells`` holds the raw tokens as strings; ``tokens``
+    (with column offsets) is computed on first use."""
 
-    __slots__ = ("line", "tokens", "section")
+    __slots__ = ("line", "cells", "section", "_tokens")
 
-    def __init__(self, line, tokens, section):
+    def __init__(self, line, cells, section):
         self.line = line
-        self.tokens = tokens
+        self.cells = cells
         self.section = section
+        self._tokens = None
 
     @property
     def lineno(self):
         return self.line.lineno
+
+    @property
+    def tokens(self):
+        if self._tokens is None:
+            self._tokens = tokenize(self.line.code, self.line.lineno)
+        return self._tokens
 
     def get(self, column):
         idx = self.section.column_index.get(column.lower())
         return None if idx is None else self.tokens[idx]
 
     def raw(self, column):
-        tok = self.get(column)
-        return None if tok is None else tok.raw
+        idx = self.section.column_index.get(column.lower())
+        return None if idx is None else self.cells[idx]
 
     def value(self, column):
-        tok = self.get(column)
-        return None if tok is None else tok.value
+        idx = self.section.column_index.get(column.lower())
+        return None if idx is None else token_value(self.cells[idx])
 
     def raws(self):
-        return [t.raw for t in self.tokens]
+        return list(self.cells)
 
 
 class Entry:
@@ -305,15 +315,16 @@ class Document:
     # -- table edits ---------------------------------------------------
     def set_row(self, section, row, raw_tokens):
         """Queue the rewrite of ``row`` with ``raw_tokens`` (one per column)."""
+        _check_cells(section, raw_tokens)
         text = section.rewrite_row(row, raw_tokens, self.lines)
         eol = split_eol(self.lines[row.line.end - 1])[1] or ""
         self.replace_lines(row.line.start, row.line.end, [text + eol])
 
     def add_row(self, section, raw_tokens):
         """Queue a new row after the section's last row (or its header)."""
-        if len(raw_tokens) != len(section.columns):
-            raise ValueError("%d values for %d columns" % (len(raw_tokens), len(section.columns)))
-        self.insert_lines(section.insert_index, self._nl([section.render_row(raw_tokens, self.lines)]))
+        _check_cells(section, raw_tokens)
+        text = section.render_row(raw_tokens, self.lines)
+        self.insert_lines(section.insert_index, self._nl([text]))
 
     def delete_row(self, row):
         self.delete_lines(row.line.start, row.line.end)
@@ -351,12 +362,44 @@ class Document:
         return True
 
 
+_CELL_OK = {}
+
+
+def _cell_ok(raw):
+    """True when ``raw`` reads back as exactly one table value."""
+    ok = _CELL_OK.get(raw)
+    if ok is None:
+        try:
+            ok = (bool(raw) and raw == raw.strip() and "#" not in raw and "\\" not in raw
+                  and split_tokens(raw) == [raw])
+        except LsfSyntaxError:
+            ok = False
+        if len(_CELL_OK) < 4096:
+            _CELL_OK[raw] = ok
+    return ok
+
+
+def _check_cells(section, raw_tokens):
+    """A row we write must read back as one value per column: refuse values
+    with blanks outside parentheses, unbalanced parentheses or ``#``, and a
+    first cell that reads as Begin/End."""
+    if len(raw_tokens) != len(section.columns):
+        raise ValueError("%d values for %d columns" % (len(raw_tokens), len(section.columns)))
+    for raw in raw_tokens:
+        if not _cell_ok(raw):
+            raise ValueError("refusing to write %r into the %s section: it does not read back as one value"
+                             % (raw, section.name))
+    if raw_tokens and raw_tokens[0].lower() in ("begin", "end"):
+        raise ValueError("refusing to write a row that starts with %r" % raw_tokens[0])
+
+
 def _begin_end(line):
     """('begin'|'end', name) for a Begin/End line, else None."""
     code = line.code
-    words = code.split()
-    if not words:
+    head = code.lstrip(" \t")[:3].lower()
+    if head != "beg" and head != "end":
         return None
+    words = code.split()
     first = words[0].lower()
     if first == "begin" or first == "end":
         return first, (words[1] if len(words) > 1 else "")
@@ -371,27 +414,27 @@ def _guess_shape(body):
 
 
 def _fill_table(section, lines_all):
-    seen_header = False
-    for ln in section.body:
-        if ln.kind != "code":
-            continue
-        tokens = tokenize(ln.code, ln.lineno)
-        if not seen_header:
-            seen_header = True
-            section.header = ln
-            section.header_tokens = tokens
-            section.columns = [t.raw for t in tokens]
-            for i, col in enumerate(section.columns):
-                k = col.lower()
-                if k in section.column_index:
-                    raise LsfSyntaxError("column %s appears twice in the %s header" % (col, section.name), ln.lineno)
-                section.column_index[k] = i
-            continue
-        if len(tokens) != len(section.columns):
+    body = [ln for ln in section.body if ln.kind == "code"]
+    if not body:
+        return
+    header = body[0]
+    section.header = header
+    section.header_tokens = tokenize(header.code, header.lineno)
+    section.columns = [t.raw for t in section.header_tokens]
+    for i, col in enumerate(section.columns):
+        k = col.lower()
+        if k in section.column_index:
+            raise LsfSyntaxError("column %s appears twice in the %s header" % (col, section.name), header.lineno)
+        section.column_index[k] = i
+    ncols = len(section.columns)
+    rows = section.rows
+    for ln in body[1:]:
+        cells = split_tokens(ln.code, ln.start + 1)
+        if len(cells) != ncols:
             raise LsfSyntaxError(
                 "row has %d values but the %s header (line %d) has %d columns"
-                % (len(tokens), section.name, section.header.lineno, len(section.columns)), ln.lineno)
-        section.rows.append(Row(ln, tokens, section))
+                % (len(cells), section.name, header.lineno, ncols), ln.start + 1)
+        rows.append(Row(ln, cells, section))
 
 
 def _fill_horizontal(section, warnings):
@@ -474,10 +517,10 @@ def _empty_style(section, column_key):
     ``()``, else ``()``."""
     dash = paren = False
     for row in section.rows:
-        for tok in row.tokens:
-            if tok.raw == "-":
+        for raw in row.cells:
+            if raw == "-":
                 dash = True
-            elif tok.raw == "()":
+            elif raw == "()":
                 paren = True
     return "-" if dash and not paren else "()"
 
@@ -588,7 +631,7 @@ def _finish_resource(doc, name, warnings):
         for row in section.rows:
             if row.value("RESOURCENAME") == name:
                 found = dict.fromkeys(_RESOURCE_COLUMNS)
-                found.update((col.lower(), tok.value) for col, tok in zip(section.columns, row.tokens))
+                found.update((col.lower(), token_value(raw)) for col, raw in zip(section.columns, row.cells))
                 return new_text, found, warnings
     return new_text, None, warnings
 
@@ -626,7 +669,7 @@ def edit_resource(text, name, state="present", **spec):
             if idx is None:
                 raise LsfSyntaxError("the Resource header has no %s column, so %s cannot be set"
                                      % (col.upper(), col), section.header.lineno)
-            if not _same_token(col, raws[idx], raw, row.tokens[idx].value):
+            if not _same_token(col, raws[idx], raw, token_value(row.cells[idx])):
                 raws[idx] = raw
         if raws != row.raws():
             doc.set_row(section, row, raws)
@@ -822,7 +865,7 @@ def edit_hosts(text, hosts, resources, state="present", create_missing=False,
         exact = {}
         patterned = []
         for i, row in enumerate(section.rows):
-            cell = row.tokens[name_idx].raw
+            cell = row.cells[name_idx]
             exact.setdefault(cell.lower(), []).append(i)
             if "[" in cell:
                 patterned.append((i, HostPattern(cell)))
@@ -846,15 +889,14 @@ def edit_hosts(text, hosts, resources, state="present", create_missing=False,
     changed = []
     for i in targets:
         row = section.rows[i]
-        tok = row.tokens[res_idx]
-        items = tok.value.split()
+        items = token_value(row.cells[res_idx]).split()
         new_items = _apply_resources(items, resources, state)
         if new_items == items:
             continue
         raws = row.raws()
         raws[res_idx] = "(%s)" % " ".join(new_items)
         doc.set_row(section, row, raws)
-        changed.append(row.tokens[name_idx].raw)
+        changed.append(row.cells[name_idx])
 
     if created:
         empty = _empty_style(section, None)
@@ -872,7 +914,4 @@ def edit_hosts(text, hosts, resources, state="present", create_missing=False,
                     raws.append(defaults.get(key, empty))
             doc.add_row(section, raws)
             changed.append(host)
-    new_text = doc.render()
-    if new_text != text:
-        _reparse_check(new_text, shapes=CLUSTER_SHAPES, default_shape="auto")
-    return new_text, changed, created, warnings
+    return doc.render(), changed, created, warnings

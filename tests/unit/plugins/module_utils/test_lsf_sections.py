@@ -385,3 +385,22 @@ def test_host_rejects_bad_requests():
 ])
 def test_host_patterns(pattern, host, expected):
     assert HostPattern(pattern).matches(host) is expected
+
+
+@pytest.mark.parametrize("cell", ["a b", "(a", "a)", "#x", "", " a", "x\\"])
+def test_rows_that_would_not_read_back_are_refused(cell):
+    doc = parse_document("Begin Host\nHOSTNAME RESOURCES\nn1 ()\nEnd Host\n")
+    section = doc.section("host")
+    with pytest.raises(ValueError, match="does not read back"):
+        doc.add_row(section, ["n2", cell])
+    with pytest.raises(ValueError, match="does not read back"):
+        doc.set_row(section, section.rows[0], ["n1", cell])
+    with pytest.raises(ValueError, match="starts with"):
+        doc.add_row(section, ["End", "()"])
+    assert not doc.edited
+
+
+def test_split_tokens_matches_tokenize():
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import split_tokens, tokenize
+    for code in ["a () (b) -", "h\t!\t!\t1\t(mg cs)", "x (a (b c) d) y", "r ([default]) (v@[a b] w@[c])", "a(b c)d e"]:
+        assert split_tokens(code) == [t.raw for t in tokenize(code)]

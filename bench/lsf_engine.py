@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark of the LSF engine: parse + edit + render, text in, text out.
+
+    python bench/lsf_engine.py [--quick] [--out bench/results/lsf_engine.md]
+
+Cases:
+* lsf.cluster with 1k / 10k / 100k hosts (the seed's 8-column Host header, a
+  comment every 100 rows, some tab-separated rows): parse+render without edit,
+  ``docker`` added to one host, ``docker`` added to every host;
+* lsb.applications with 1k profiles: one profile's CONTAINER changed
+  (engineer-B model ``_lsf_applications.apply_profiles``), when present.
+
+Each case runs N times; the median and the min are reported, with the growth
+factor against the next smaller size (target: 10x hosts <= 11x time, and
+<= 100 ms for 10k hosts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _import_collection():
+    base = Path(tempfile.mkdtemp(prefix="bench-coll-"))
+    atexit.register(shutil.rmtree, base, True)
+    (base / "ansible_collections" / "hpc").mkdir(parents=True)
+    (base / "ansible_collections" / "hpc" / "gpu_containers").symlink_to(ROOT)
+    sys.path.insert(0, str(base))
+
+
+_import_collection()
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (  # noqa: E402
+    CLUSTER_SHAPES,
+    edit_hosts,
+    parse_document,
+)
+
+try:
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_applications import apply_profiles  # noqa: E402
+except ImportError:  # pragma: no cover - the lsb.applications model is optional here
+    apply_profiles = None
+
+
+def cluster_text(hosts):
+    out = ["# generated lsf.cluster for the benchmark\n", "Begin   ClusterAdmins\n", "Administrators = lsfadmin\n",
+           "End    ClusterAdmins\n", "\n", "Begin\tHost\n",
+           "HOSTNAME      model  type  server  r1m  mem  swp  RESOURCES    #Keywords\n"]
+    for i in range(hosts):
+        if i % 100 == 0:
+            out.append("# rack %d\n" % (i // 100))
+        if i % 7 == 0:
+            out.append("host%06d\t!\t!\t1\t3.5\t()\t()\t(mg cs)\n" % i)
+        else:
+            out.append("host%06d    !      !     1       3.5  ()   ()   (cs)   \n" % i)
+    out += ["End     Host\n", "\n", "Begin Parameters\n", "LSF_HOST_ADDR_RANGE=*.*.*.*\n", "End Parameters\n"]
+    return "".join(out)
+
+
+def applications_text(profiles):
+    out = ["# generated lsb.applications for the benchmark\n"]
+    for i in range(profiles):
+        out.append(
+            "Begin Application\n"
+            "NAME         = app%04d\n"
+            "DESCRIPTION  = Docker profile %d\n"
+            "CONTAINER    = docker[image(registry:5000/app%04d:1.0) options(--rm --net=host \\\n"
+            "                 --ipc=host @/shared/scripts/docker-options.sh)]\n"
+            "EXEC_DRIVER  = context[user(lsfadmin)] starter[/lsf/etc/docker-starter.py] \\\n"
+            "               controller[/lsf/etc/docker-control.py] monitor[/lsf/etc/docker-monitor.py]\n"
+            "End Application\n\n" % (i, i, i))
+    return "".join(out)
+
+
+def timed(fn, reps):
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), min(times)
+
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "lsf_engine.md"))
+    args = parser.parse_args()
+    reps = {1000: 21, 10000: 11, 100000: 5}
+    if args.quick:
+        reps = {1000: 5, 10000: 3, 100000: 1}
+
+    rows = []
+    for case in ("parse+render", "edit 1 host", "edit all hosts"):
+        previous = None
+        for hosts in (1000, 10000, 100000):
+            text = cluster_text(hosts)
+            target = ["host%06d" % (hosts // 2 + 1)]
+            if case == "parse+render":
+                def run(text=text):
+                    doc = parse_document(text, shapes=CLUSTER_SHAPES)
+                    if doc.render() != text:
+                        raise SystemExit("round trip broken")
+            elif case == "edit 1 host":
+                def run(text=text, target=target):
+                    new, changed, _c, _w = edit_hosts(text, target, ["docker"])
+                    if changed != target:
+                        raise SystemExit("edit missed")
+            else:
+                def run(text=text):
+                    new, changed, _c, _w = edit_hosts(text, "all", ["docker"])
+                    if len(changed) != hosts:
+                        raise SystemExit("edit missed")
+            median, best = timed(run, reps[hosts])
+            growth = "" if previous is None else "%.1fx" % (median / previous)
+            previous = median
+            rows.append(("lsf.cluster", case, "%d hosts" % hosts, len(text), reps[hosts], median, best, growth))
+            print("%-15s %-15s %7d hosts  median %8.1f ms  %s" % ("lsf.cluster", case, hosts, median * 1000, growth))
+
+    if apply_profiles is not None:
+        text = applications_text(1000)
+        request = [{"name": "app0500", "container": {"runtime": "docker", "image": "registry:5000/app0500:2.0",
+                                                      "options": ["--rm", "--net=host", "--ipc=host"],
+                                                      "options_scripts": ["/shared/scripts/docker-options.sh"]}}]
+
+        def run_apps():
+            new, changed, _w = apply_profiles(text, request)
+            if changed != ["app0500"]:
+                raise SystemExit("profile edit missed: %r" % (changed,))
+
+        n = 11 if not args.quick else 3
+        median, best = timed(run_apps, n)
+        rows.append(("lsb.applications", "edit 1 profile", "1000 profiles", len(text), n, median, best, ""))
+        print("%-15s %-15s 1000 profiles  median %8.1f ms" % ("lsb.applications", "edit 1 profile", median * 1000))
+
+    ten_k = {r[1]: r[5] for r in rows if r[2] == "10000 hosts"}
+    lines = [
+        "# LSF engine benchmark",
+        "",
+        "`python bench/lsf_engine.py` - parse + edit + render, text in and text out (no file I/O).",
+        "",
+        "- CPU: %s (%d cores visible)" % (cpu_model(), os.cpu_count() or 0),
+        "- Python: %s (%s)" % (platform.python_version(), platform.python_implementation()),
+        "- OS: %s %s" % (platform.system(), platform.release()),
+        "- Run: %s UTC" % time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "",
+        "| file | case | size | bytes | runs | median ms | min ms | growth vs 10x smaller |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for f, case, size, nbytes, n, median, best, growth in rows:
+        lines.append("| %s | %s | %s | %d | %d | %.1f | %.1f | %s |" % (f, case, size, nbytes, n, median * 1000, best * 1000, growth))
+    lines += [
+        "",
+        "Target: <= 100 ms for 10k hosts, 10x hosts <= 11x time.",
+        "10k hosts: " + ", ".join("%s %.1f ms" % (k, v * 1000) for k, v in ten_k.items()) + ".",
+        "",
+    ]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(lines))
+    print("written", args.out)
+
+
+if __name__ == "__main__":
+    main()
