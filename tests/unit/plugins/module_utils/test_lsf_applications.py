@@ -47,7 +47,7 @@ def lsb_read(text):
     profiles = []
     current = None
     pending = ""
-    for raw in text.split("\n"):
+    for raw in text.replace("\r\n", "\n").split("\n"):
         line = pending + raw.split("#", 1)[0]
         if "#" not in raw and line.rstrip(" \t").endswith("\\"):
             pending = line.rstrip(" \t")[:-1]
@@ -289,7 +289,8 @@ def entry_lines(draw, key):
     lines = [indent + key + before + "=" + after + words[0]]
     for word in words[1:]:
         if draw(st.booleans()):
-            lines[-1] += " \\"
+            # IBM 10.1 also accepted blanks after the backslash
+            lines[-1] += draw(st.sampled_from([" \\", " \\ ", "\t\\"]))
             lines.append(draw(_blank) + word)
         else:
             lines[-1] += " " + word
@@ -318,7 +319,8 @@ def applications_texts(draw):
         lines.extend(line for group in groups for line in group)
         lines.append(draw(_blank) + "End Application" + draw(st.sampled_from(["", " ", "\t"])))
     lines.extend(draw(st.lists(st.sampled_from(["#Begin Application", "# tail", ""]), max_size=3)))
-    return "\n".join(lines) + draw(st.sampled_from(["", "\n"])), names
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    return eol.join(lines) + draw(st.sampled_from(["", eol])), names
 
 
 @settings(max_examples=200, deadline=None)
@@ -339,6 +341,8 @@ def test_edit_then_reparse_finds_the_edit_and_keeps_other_profiles(case, name, w
     value = " ".join(words)
     new, changed, _ = apply_profiles(text, [{"name": name, "parameters": {key: value}}])
     doc = ApplicationsFile(new)
+    if "\r\n" in text:  # new lines use the file's own line ending
+        assert new.count("\n") == new.count("\r\n")
     assert doc.profile(name).value(key).split() == words
     assert lsb_read(new)[name][key].split() == words
     before = ApplicationsFile(text)
