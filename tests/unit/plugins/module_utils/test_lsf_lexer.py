@@ -103,3 +103,18 @@ def test_unbalanced_parentheses_raise_with_line(code):
     with pytest.raises(LsfSyntaxError) as err:
         tokenize(code, 7)
     assert err.value.line == 7 and "unbalanced parenthesis" in err.value.msg
+
+
+@given(st.text(alphabet=st.sampled_from("ab ()\t-[]"), max_size=40))
+def test_split_tokens_agrees_with_tokenize(code):
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import split_tokens
+    try:
+        toks = tokenize(code)
+    except LsfSyntaxError:
+        with pytest.raises(LsfSyntaxError):
+            split_tokens(code)
+        return
+    assert split_tokens(code) == [t.raw for t in toks]
+    assert all(code[t.start:t.end] == t.raw for t in toks)
+    assert code.count("(") == code.count(")")
+    assert "".join(t.raw for t in toks).replace(" ", "").replace("\t", "") == code.replace(" ", "").replace("\t", "")
