@@ -8,6 +8,12 @@ temporary ``ansible_collections/<namespace>/<name>`` tree and installs Ansible's
 collection finder on it, the way ansible-test would.  It lives in tests/unit and
 not in the repository root: a root conftest makes ``ansible-test units`` run no
 tests and still exit 0.
+
+ansible-test also runs module tests and controller tests (callbacks, filters) in
+separate processes.  Plain pytest runs them in one, and importing controller code
+flips ansible-core's process-wide "this is the controller" switch, after which
+``module.warn()`` goes to the display instead of the module result.  The
+``_module_side`` fixture puts the switch back for module and module_utils tests.
 """
 
 import atexit
@@ -17,7 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
+from ansible.module_utils import _internal as module_utils_internal
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 
@@ -42,3 +50,18 @@ def _install_collection_loader():
 
 
 _install_collection_loader()
+
+
+# Test directories whose code runs on the managed node (ansible-test's "modules"
+# and "module_utils" unit-test groups); everything else is controller code.
+_MODULE_SIDE_DIRS = (
+    ROOT / "tests" / "unit" / "plugins" / "modules",
+    ROOT / "tests" / "unit" / "plugins" / "module_utils",
+)
+
+
+@pytest.fixture(autouse=True)
+def _module_side(request, monkeypatch):
+    path = Path(str(request.node.path)).resolve()
+    if any(directory in path.parents for directory in _MODULE_SIDE_DIRS):
+        monkeypatch.setattr(module_utils_internal, "is_controller", False)
