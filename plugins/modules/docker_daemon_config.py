@@ -39,7 +39,8 @@ options:
   list_merge:
     description:
       - How a list in O(settings) combines with a list already in the file.
-      - V(append) keeps the existing items and adds the missing ones in order.
+      - V(append) keeps the existing items and adds the missing ones in order, so an empty list
+        adds nothing; use V(replace) to empty a list.
       - V(replace) makes the file's list exactly the given one.
     type: str
     choices: [append, replace]

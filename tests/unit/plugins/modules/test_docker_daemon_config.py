@@ -4,6 +4,8 @@
 
 import json
 import os
+import shutil
+import subprocess
 import stat
 from pathlib import Path
 
@@ -167,3 +169,18 @@ def test_validate_runs_on_the_temp_file_and_a_rejection_leaves_the_file(tmp_path
     assert "bogus" in res["msg"] and str(path) in res["msg"]
     assert path.read_text() == written
     assert sorted(os.listdir(tmp_path)) == ["daemon.json", "dockerd", "validated.log"]
+
+
+@pytest.mark.skipif(shutil.which("dockerd") is None, reason="no dockerd on this machine")
+def test_validate_auto_with_the_installed_dockerd(tmp_path, capsys):
+    """Against the real engine: Docker 23+ validates, older engines (Debian 12's
+    docker.io 20.10) are probed, skipped and say so."""
+    dockerd = shutil.which("dockerd")
+    supports = "--validate" in subprocess.run([dockerd, "--help"], capture_output=True, text=True).stdout
+    path = tmp_path / "daemon.json"
+    res = run(capsys, path=str(path), settings={"live-restore": True}, validate="auto", dockerd_path=dockerd)
+    assert res["changed"] is True and json.loads(path.read_text()) == {"live-restore": True}
+    if supports:
+        assert res["validation"]["status"] == "passed"
+    else:
+        assert res["validation"] == {"status": "skipped", "reason": "%s has no --validate option (Docker 23.0 or newer has it)" % dockerd}
