@@ -165,7 +165,8 @@ options:
         type: dict
   create:
     description:
-      - Create the file when it does not exist. With V(false) a missing file is an error.
+      - Create the file when it does not exist. With V(false) a missing file is an error, except when
+        every profile named is V(absent).
     type: bool
     default: false
   backup:
@@ -249,6 +250,8 @@ diff:
   sample: {before: "Begin Application\n...", after: "Begin Application\n..."}
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
@@ -331,6 +334,8 @@ def main():
         module.fail_json(msg=str(exc))
 
     outcome = {"changed_profiles": [], "profiles": []}
+    if all(request.get("state") == "absent" for request in requests) and not os.path.lexists(path):
+        module.exit_json(changed=False, **outcome)  # nothing to remove from a file that is not there
 
     def compute(text):
         try:

@@ -96,6 +96,8 @@ def test_create_a_new_file_and_missing_file_without_create(tmp_path, capsys):
     assert path.read_text().startswith("Begin Application\nNAME        = gpu\n")
     res = run(capsys, path=str(tmp_path / "other"), name="x")
     assert res["failed"] is True and "file does not exist" in res["msg"]
+    res = run(capsys, path=str(tmp_path / "other"), name="x", state="absent")
+    assert res["changed"] is False and not (tmp_path / "other").exists()
 
 
 def test_mode_of_the_file_is_kept(mixed, capsys):
