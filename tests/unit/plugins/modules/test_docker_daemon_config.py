@@ -184,3 +184,12 @@ def test_validate_auto_with_the_installed_dockerd(tmp_path, capsys):
         assert res["validation"]["status"] == "passed"
     else:
         assert res["validation"] == {"status": "skipped", "reason": "%s has no --validate option (Docker 23.0 or newer has it)" % dockerd}
+
+
+def test_duplicate_key_in_file_is_a_warning_and_last_wins(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    path.write_text('{"debug": false, "debug": true}\n')
+    res = run(capsys, path=str(path), settings={"debug": True})
+    assert res["changed"] is False  # the effective value is already true
+    messages = [w["event"]["msg"] if isinstance(w, dict) else w for w in res["warnings"]]  # 2.19 returns WarningSummary dicts
+    assert messages == ["%s: key 'debug' appears more than once; the last one wins" % path]
