@@ -316,9 +316,6 @@ class ApplicationsFile:
                                          "kept as it is" % (entry.lineno, key, profile.name, key, exc))
                     continue
                 self._parsed[(key, entry.value)] = spec
-                if key == "CONTAINER":
-                    self.warnings.extend("line %d: profile %s: %s" % (entry.lineno, profile.name, w)
-                                         for w in spec.warnings())
         self._by_name = by_name
         self._touched = set()
         self._removed = set()
@@ -451,7 +448,11 @@ def apply_profiles(text, requests):
                 raise ValueError("a profile needs a name")
             if doc.remove(name):
                 changed.append(name)
-        elif doc.set(request):
-            changed.append(request["name"])
+        else:
+            if doc.set(request):
+                changed.append(request["name"])
+            if request.get("container") is not None:
+                spec = container_from_params(request["container"])
+                doc.warnings.extend("profile %s: %s" % (request["name"], w) for w in spec.warnings())
     new_text = doc.render() if changed else (text or "")
     return new_text, changed, doc.warnings

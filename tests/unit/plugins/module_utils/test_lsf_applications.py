@@ -172,7 +172,7 @@ def test_seed_powerai_profile_from_structured_input_is_what_lsf_reads():
                "container": {"image": "registry:5000/powerai/base:4.0.0", "options": options}}
     new, changed, warnings = apply_profiles(POWERAI, [request])
     assert changed == ["powerai"]
-    assert any("--ulimit" in w for w in ApplicationsFile(new).warnings)
+    assert any(w.startswith("profile powerai: docker option --ulimit") for w in warnings)
     container_lines = [ln for ln in new.splitlines() if ln.startswith("CONTAINER") or ln.startswith("          ")]
     assert len(container_lines) > 1  # long value broken with continuations
     assert all(len(ln) <= LINE_WIDTH for ln in container_lines)
