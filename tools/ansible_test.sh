@@ -7,7 +7,8 @@
 # ansible-test insists on running inside .../ansible_collections/<ns>/<name>/ and
 # resolves symlinks, so the working tree (tracked files plus untracked files git
 # does not ignore) is copied to a build tree that lives outside the checkout:
-#   ${HPC_ANSIBLE_TEST_ROOT:-~/.cache/hpc.gpu_containers/ansible-test}/ansible_collections/hpc/gpu_containers
+#   ${HPC_ANSIBLE_TEST_ROOT:-~/.cache/hpc.gpu_containers/ansible-test/<checkout-id>}/ansible_collections/hpc/gpu_containers
+# (<checkout-id> is a hash of the checkout's path, so two checkouts never share a copy).
 # Outside any git repository ansible-test lists every file there, which is why the
 # copy must not sit inside the checkout (it would pick up the parent .git).
 # The copy's tests/output/ is kept between runs: ansible-test keeps its --venv
@@ -31,7 +32,8 @@ shift
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python_version="${ANSIBLE_TEST_PYTHON:-3.11}"
 ansible_test="${ANSIBLE_TEST:-$here/.venv/bin/ansible-test}"
-root="${HPC_ANSIBLE_TEST_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/hpc.gpu_containers/ansible-test}"
+checkout_id="$(printf '%s' "$here" | sha256sum | cut -c1-12)"
+root="${HPC_ANSIBLE_TEST_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/hpc.gpu_containers/ansible-test/$checkout_id}"
 
 log() { printf 'ansible-test.sh: %s\n' "$*" >&2; }
 
