@@ -21,7 +21,7 @@ description:
     a line that is not C(NAME=value)) fails with C(path:line) and the file is left as it was.
 version_added: 1.0.0
 author:
-  - hpc.gpu_containers contributors
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
 options:
   path:
     description:
@@ -45,8 +45,14 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Predicts the exact change and writes nothing.
   diff_mode:
     support: full
+    description: Shows the file before and after.
+  platform:
+    support: full
+    platforms: posix
+    description: The LSF configuration host.
 notes:
   - Many parameters only take effect after C(lsadmin reconfig), C(badmin mbdrestart) or a daemon
     restart; use RV(changed_keys) to decide which.

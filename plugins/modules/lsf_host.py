@@ -17,15 +17,15 @@ description:
   - In C(RESOURCES) a leading C(!) marks an exclusive resource and C(name=value) a static value; a
     requested item replaces an item with the same name in another form (C(docker) replaces C(!docker)).
     In C(model)/C(type) C(!) means detected automatically.
-  - With O(create_missing=true) a host without a row gets one, rendered against the file's own header:
-    C(model)/C(type) C(!), C(server) C(1), the other columns empty, unless O(model), O(type),
+  - With O(create_missing=true) a host without a row gets one, rendered against the file's own header,
+    with C(model)/C(type) C(!), C(server) C(1) and the other columns empty, unless O(model), O(type),
     O(server) are given.
   - Every line the edit does not touch comes back byte-identical; an edited row keeps its spacing.
     A malformed file (a C(Begin) without C(End), a row whose value count does not match the header,
     text outside any section) fails with C(path:line) and is left as it was.
 version_added: 1.0.0
 author:
-  - hpc.gpu_containers contributors
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
 options:
   path:
     description:
@@ -77,8 +77,14 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Predicts the exact change and writes nothing.
   diff_mode:
     support: full
+    description: Shows the file before and after.
+  platform:
+    support: full
+    platforms: posix
+    description: The LSF configuration host.
 notes:
   - Run C(lsadmin reconfig) and C(badmin mbdrestart) after a change, and C(lsadmin limrestart) on changed
     hosts; RV(changed_hosts) lists them.

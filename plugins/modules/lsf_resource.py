@@ -15,15 +15,15 @@ description:
     existing rows); columns the request does not set are written empty (C(()), or C(-) where the file
     uses that). When the file has no C(Resource) section one is appended.
   - Updating an existing row changes only the attributes given, in place, keeping the row's spacing.
-  - New names are checked against IBM's rules (at most 39 characters, no leading digit, none of
+  - "New names are checked against IBM's rules (at most 39 characters, no leading digit, none of
     C(: . ( ) [ + - * / ! & | < > @ = ,), not starting with C(inf)/C(nan), not a reserved name such as
-    C(mem), C(swp) or C(type)).
+    C(mem), C(swp) or C(type))."
   - Every line the edit does not touch comes back byte-identical. A malformed file (a C(Begin) without
     C(End), a row whose value count does not match the header, text outside any section) fails with
     C(path:line) and is left as it was.
 version_added: 1.0.0
 author:
-  - hpc.gpu_containers contributors
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
 options:
   path:
     description:
@@ -76,8 +76,14 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Predicts the exact change and writes nothing.
   diff_mode:
     support: full
+    description: Shows the file before and after.
+  platform:
+    support: full
+    platforms: posix
+    description: The LSF configuration host.
 notes:
   - Run C(lsadmin reconfig) and C(badmin mbdrestart) after a change.
 """
