@@ -46,6 +46,7 @@ _import_collection()
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (  # noqa: E402
     CLUSTER_SHAPES,
     edit_hosts,
+    gc_paused,
     parse_document,
 )
 
@@ -133,6 +134,7 @@ def main():
             text = cluster_text(hosts)
             target = ["host%06d" % (hosts // 2 + 1)]
             if case == "parse+render":
+                @gc_paused  # as the editors run: the document is built and freed with the collector paused
                 def run(text=text):
                     doc = parse_document(text, shapes=CLUSTER_SHAPES)
                     if doc.render() != text:

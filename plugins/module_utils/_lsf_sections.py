@@ -889,16 +889,19 @@ def edit_hosts(text, hosts, resources, state="present", create_missing=False,
     if every:
         targets = list(range(len(section.rows)))
     else:
-        exact = {}
+        # one pass over the rows, allocating only for rows that matter
+        exact = {h.lower(): [] for h in hosts}
         patterned = []
         for i, row in enumerate(section.rows):
             cell = row.cells[name_idx]
-            exact.setdefault(cell.lower(), []).append(i)
-            if "[" in cell:
+            hits = exact.get(cell.lower())
+            if hits is not None:
+                hits.append(i)
+            elif "[" in cell:
                 patterned.append((i, HostPattern(cell)))
         chosen = set()
         for host in hosts:
-            found = list(exact.get(host.lower(), []))
+            found = list(exact[host.lower()])
             if not found:
                 found = [i for i, pat in patterned if pat.matches(host)]
             if len(found) > 1:
