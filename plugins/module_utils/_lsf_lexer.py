@@ -35,6 +35,7 @@ Public API (stable):
                                    list of :class:`LogicalLine`
 ``tokenize(code, line=None)``      list of :class:`Token` (with column offsets)
 ``split_tokens(code, line=None)``  the same tokens as plain strings (fast)
+``token_spans(code, line=None)``   ``(start, end)`` offsets of the tokens
 ``token_value(raw)``               value of a raw token (outer parens removed, ``()``/``-`` -> "")
 ``Token.value`` / ``Token.raw`` / ``Token.start`` / ``Token.end`` / ``Token.is_empty``
 ``detect_eol(lines)``              the file's line ending for new lines
@@ -46,7 +47,7 @@ import re
 
 __all__ = [
     "LsfSyntaxError", "LogicalLine", "Token", "physical_lines", "split_eol",
-    "split_comment", "logical_lines", "tokenize", "split_tokens", "token_value", "detect_eol",
+    "split_comment", "logical_lines", "tokenize", "split_tokens", "token_spans", "token_value", "detect_eol",
     "EMPTY_VALUES",
 ]
 
@@ -309,6 +310,11 @@ def _paren_depth(part, depth, code, line):
             if depth < 0:
                 raise LsfSyntaxError("unbalanced parenthesis in %r" % code.strip(), line)
     return depth
+
+
+def token_spans(code, line=None):
+    """``(start, end)`` offsets of the tokens of ``code`` (no Token objects)."""
+    return _spans(code, line)
 
 
 def _spans(code, line):

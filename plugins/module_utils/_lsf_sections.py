@@ -73,6 +73,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer impo
     physical_lines,
     split_eol,
     split_tokens,
+    token_spans,
     token_value,
     tokenize,
 )
@@ -210,19 +211,43 @@ class Section:
                 text += " " + row.line.comment
             return text
         body = split_eol(lines[row.line.start])[0]
-        tokens = row.tokens
-        out = body[:tokens[0].start]
-        for i, raw in enumerate(raw_tokens):
-            out += raw
-            if i + 1 < len(tokens):
-                gap = body[tokens[i].end:tokens[i + 1].start]
-                if gap.strip(" ") == "":
-                    pad = tokens[i + 1].start - len(out)
-                    out += " " * pad if pad > 0 else " "
-                else:
-                    out += gap
-        out += body[tokens[-1].end:]
-        return out
+        spans = token_spans(row.line.code, row.line.lineno)
+        cells = row.cells
+        n = len(spans)
+        parts = []
+        pos = 0  # body[:pos] is accounted for in parts
+        outlen = 0
+        i = 0
+        while i < n:
+            if raw_tokens[i] == cells[i]:
+                i += 1
+                continue
+            start, end = spans[i]
+            parts.append(body[pos:start])
+            parts.append(raw_tokens[i])
+            outlen += start - pos + len(raw_tokens[i])
+            pos = end
+            # move the following cells back to their columns while they are off
+            j = i + 1
+            while j < n:
+                nstart, nend = spans[j]
+                gap = body[pos:nstart]
+                if outlen + len(gap) == nstart or gap.strip(" ") != "":
+                    break  # aligned again, or a tab gap kept as written
+                pad = nstart - outlen
+                gap = " " * pad if pad > 0 else " "
+                parts.append(gap)
+                outlen += len(gap)
+                pos = nstart
+                if raw_tokens[j] != cells[j]:
+                    break
+                parts.append(body[nstart:nend])
+                outlen += nend - nstart
+                pos = nend
+                j += 1
+            i = j
+        parts.append(body[pos:])
+        return "".join(parts)
 
     # -- horizontal helpers --------------------------------------------
     def entries_for(self, key):
@@ -317,7 +342,7 @@ class Document:
     # -- table edits ---------------------------------------------------
     def set_row(self, section, row, raw_tokens):
         """Queue the rewrite of ``row`` with ``raw_tokens`` (one per column)."""
-        _check_cells(section, raw_tokens)
+        _check_cells(section, raw_tokens, row.cells)
         text = section.rewrite_row(row, raw_tokens, self.lines)
         eol = split_eol(self.lines[row.line.end - 1])[1] or ""
         self.replace_lines(row.line.start, row.line.end, [text + eol])
@@ -381,13 +406,15 @@ def _cell_ok(raw):
     return ok
 
 
-def _check_cells(section, raw_tokens):
+def _check_cells(section, raw_tokens, current=None):
     """A row we write must read back as one value per column: refuse values
     with blanks outside parentheses, unbalanced parentheses or ``#``, and a
     first cell that reads as Begin/End."""
     if len(raw_tokens) != len(section.columns):
         raise ValueError("%d values for %d columns" % (len(raw_tokens), len(section.columns)))
-    for raw in raw_tokens:
+    for i, raw in enumerate(raw_tokens):
+        if current is not None and current[i] == raw:
+            continue  # read from the file: one value already
         if not _cell_ok(raw):
             raise ValueError("refusing to write %r into the %s section: it does not read back as one value"
                              % (raw, section.name))

@@ -404,3 +404,42 @@ def test_split_tokens_matches_tokenize():
     from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import split_tokens, tokenize
     for code in ["a () (b) -", "h\t!\t!\t1\t(mg cs)", "x (a (b c) d) y", "r ([default]) (v@[a b] w@[c])", "a(b c)d e"]:
         assert split_tokens(code) == [t.raw for t in tokenize(code)]
+
+
+def _reference_rewrite(body, tokens, raw_tokens):
+    """Plain version of Section.rewrite_row for rows without tabs: every gap
+    after a cell re-aims at the next cell's original column."""
+    out = body[:tokens[0].start]
+    for i, raw in enumerate(raw_tokens):
+        out += raw
+        if i + 1 < len(tokens):
+            gap = body[tokens[i].end:tokens[i + 1].start]
+            if gap.strip(" ") == "":
+                pad = tokens[i + 1].start - len(out)
+                out += " " * pad if pad > 0 else " "
+            else:
+                out += gap
+    return out + body[tokens[-1].end:]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(value, st.sampled_from([" ", "  ", "     ", "\t", " \t"])), min_size=1, max_size=6),
+       st.data())
+def test_rewrite_row_matches_reference(cells, data):
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import tokenize
+    body = "  " + "".join(v + gap for v, gap in cells) + "# c"
+    header = " ".join("C%d" % i for i in range(len(cells)))
+    doc = parse_document("Begin T\n%s\n%s\nEnd T\n" % (header, body))
+    section = doc.sections[0]
+    row = section.rows[0]
+    new = [data.draw(st.one_of(st.just(c), value)) for c in row.cells]
+    got = section.rewrite_row(row, new, doc.lines)
+    if "\t" not in body:
+        # (after a tab gap the rest of the row is kept as written instead)
+        assert got == _reference_rewrite(body, tokenize(row.line.code), new)
+    if new == row.cells:
+        assert got == body
+    assert got.endswith("# c") and got.startswith("  ")
+    doc.set_row(section, row, new)
+    again = parse_document(doc.render())
+    assert again.sections[0].rows[0].cells == new
