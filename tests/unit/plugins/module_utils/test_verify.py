@@ -225,3 +225,16 @@ def test_compare_architecture_mismatch_and_missing_report():
     problems, _ = compare("x86_64", parse_verify_output("hello\n"), [], None)
     assert any("did not print the verification report" in p for p in problems)
     assert any("did not report its architecture" in p for p in problems)
+
+
+def test_compare_reads_gpu_facts_module_shape():
+    """gpu_facts reports cuda_driver_version as "major.minor" and 8-hex-digit PCI domains."""
+    facts = {"present": True, "driver_version": "510.47.03", "cuda_driver_version": "11.6",
+             "cuda_driver_version_int": 11060,
+             "gpus": [{"index": 0, "uuid": A100_UUID, "pci_bus_id": "00000000:00:04.0",
+                       "pci_bus_id_short": "0000:00:04.0", "minor_number": 0, "name": "NVIDIA A100-SXM4-40GB"}]}
+    problems, _ = compare("x86_64", report(xml=A100_XML), host_gpus(facts), facts)
+    assert problems == []
+    facts["cuda_driver_version"] = "12.4"
+    problems, _ = compare("x86_64", report(xml=A100_XML), host_gpus(facts), facts)
+    assert problems == ["driver: the container reports CUDA 11.6 but the host driver supports CUDA 12.4"]
