@@ -73,7 +73,6 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer impo
     physical_lines,
     split_eol,
     split_tokens,
-    token_spans,
     token_value,
     tokenize,
 )
@@ -211,8 +210,16 @@ class Section:
                 text += " " + row.line.comment
             return text
         body = split_eol(lines[row.line.start])[0]
-        spans = token_spans(row.line.code, row.line.lineno)
         cells = row.cells
+        # each cell is an exact substring that follows only blanks: a forward
+        # find gives its offsets without tokenizing the row again
+        spans = []
+        find = row.line.code.find
+        pos = 0
+        for cell in cells:
+            pos = find(cell, pos)
+            spans.append((pos, pos + len(cell)))
+            pos += len(cell)
         n = len(spans)
         parts = []
         pos = 0  # body[:pos] is accounted for in parts
