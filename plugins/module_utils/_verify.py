@@ -325,3 +325,39 @@ def compare(node_machine, report, selected, gpu_facts=None, expect_gpus=True):
             problems.append("GPUs: %s is /dev/nvidia%d on the host but /dev/nvidia%d in the container"
                             % (host["uuid"], host["minor_number"], inside["minor_number"]))
     return problems, details
+
+
+def benchmark_script(loops):
+    """Shell loop both sides run: pure CPU work in busybox sh, timed by busybox ``time -f %e``."""
+    return "i=0; while [ $i -lt %d ]; do i=$((i+1)); done" % int(loops)
+
+
+def parse_times(text):
+    """Seconds printed one per line by ``time -f %e``; other lines are ignored."""
+    times = []
+    for line in (text or "").splitlines():
+        try:
+            times.append(float(line.strip()))
+        except ValueError:
+            continue
+    return times
+
+
+def _median(values):
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def summarize_benchmark(host_times, container_times):
+    """Median, spread (min/max) and container/host ratio of the same CPU workload."""
+    def side(values):
+        if not values:
+            return {"runs": 0, "median": None, "min": None, "max": None, "times": []}
+        return {"runs": len(values), "median": round(_median(values), 4), "min": min(values), "max": max(values),
+                "times": list(values)}
+    host, container = side(host_times), side(container_times)
+    ratio = None
+    if host["median"] and container["median"] is not None:
+        ratio = round(container["median"] / host["median"], 3)
+    return {"host": host, "container": container, "ratio": ratio}

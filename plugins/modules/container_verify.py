@@ -100,6 +100,20 @@ options:
     description:
       - Docker daemon URL; the SDK default (C(DOCKER_HOST) or the local socket) when omitted.
     type: str
+  benchmark:
+    description:
+      - Number of repetitions of a CPU overhead run; V(0) skips it.
+      - The same busybox shell loop runs O(benchmark) times on the host (with the image's own static
+        C(/bin/busybox), copied out of the container) and O(benchmark) times inside one container; each run is
+        timed by busybox C(time). RV(benchmark) gives median, min/max and the container/host ratio of the medians.
+      - Needs a static C(/bin/busybox) in the image, as the collection's verification image has.
+    type: int
+    default: 0
+  benchmark_loops:
+    description:
+      - Iterations of the shell loop in one benchmark run.
+    type: int
+    default: 300000
   labels:
     description:
       - Extra labels for the verification container (it always carries C(hpc.gpu_containers.verify=true)).
@@ -176,6 +190,14 @@ timings:
   returned: always
   type: dict
   sample: {"pull": 0.21, "create": 0.05, "start": 0.31, "run": 0.42, "total": 1.02}
+benchmark:
+  description: CPU overhead run (O(benchmark) > 0); seconds per run on the host and in the container.
+  returned: when O(benchmark) > 0 and the container ran
+  type: dict
+  sample:
+    host: {runs: 5, median: 0.52, min: 0.51, max: 0.55, times: [0.52, 0.51, 0.55, 0.52, 0.53]}
+    container: {runs: 5, median: 0.53, min: 0.52, max: 0.56, times: [0.53, 0.52, 0.56, 0.53, 0.54]}
+    ratio: 1.019
 exit_code:
   description: Exit code of the verification command.
   returned: when the container ran
@@ -188,7 +210,10 @@ output:
   sample: "hpc-verify: 1\narch=x86_64\nnvidia_smi=absent\n"
 """
 
+import io
 import os
+import subprocess
+import tarfile
 import time
 import traceback
 import uuid
@@ -197,12 +222,15 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import (
     VerifyError,
+    benchmark_script,
     compare,
     exec_format_problem,
     host_gpus,
     image_arch_problem,
+    parse_times,
     parse_verify_output,
     select_gpus,
+    summarize_benchmark,
 )
 
 DOCKER_IMPORT_ERROR = None
@@ -333,6 +361,38 @@ class Verifier:
             except (APIError, NotFound):
                 self.module.warn("could not remove verification container %s" % name)
 
+    def benchmark(self, image):
+        """Same busybox loop on the host and in one container, ``benchmark`` times each."""
+        reps, loop = self.params["benchmark"], benchmark_script(self.params["benchmark_loops"])
+        inner = "for r in $(seq %d); do time -f %%e sh -c '%s'; done" % (reps, loop)
+        container = self.client.containers.create(
+            image.id, command=["/bin/busybox", "sh", "-c", inner], name="hpc-verify-bench-%s" % uuid.uuid4().hex[:12],
+            labels={VERIFY_LABEL: "benchmark"}, network_disabled=True, privileged=False, detach=True)
+        try:
+            stream, _stat = container.get_archive("/bin/busybox")
+            busybox = os.path.join(self.module.tmpdir, "busybox")
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                member = tar.getmember("busybox")
+                with open(busybox, "wb") as dest:
+                    dest.write(tar.extractfile(member).read())
+            os.chmod(busybox, 0o700)
+            container.start()
+            container.wait(timeout=self.params["timeout"])
+            inside = parse_times(container.logs(stdout=False, stderr=True).decode("utf-8", errors="replace"))
+        except (APIError, NotFound, KeyError, tarfile.TarError, ReadTimeout, RequestsConnectionError) as exc:
+            raise VerifyFailed("benchmark: %s (the image needs a static /bin/busybox)" % exc)
+        finally:
+            try:
+                container.remove(force=True)
+            except (APIError, NotFound):
+                self.module.warn("could not remove benchmark container")
+        host = []
+        for _rep in range(reps):
+            proc = subprocess.run([busybox, "time", "-f", "%e", busybox, "sh", "-c", loop],
+                                  capture_output=True, text=True, check=False)
+            host.extend(parse_times(proc.stderr))
+        return summarize_benchmark(host, inside)
+
     def _create_hint(self, exc):
         text = str(getattr(exc, "explanation", None) or exc)
         access = self.access
@@ -393,6 +453,8 @@ class Verifier:
         problems, details = compare(node_machine, report, selected, facts, expect_gpus=self.access != "none")
         if exit_code != 0:
             problems.insert(0, "the verification command exited with %s: %s" % (exit_code, err.strip()[-500:]))
+        if params["benchmark"] > 0 and not problems:
+            result["benchmark"] = self.benchmark(image)
         result["architecture"] = details["architecture"]
         result["gpus"] = details["gpus"]
         result.update(passed=not problems, reasons=problems)
@@ -418,6 +480,8 @@ def main():
             timeout=dict(type="int", default=120),
             fail_on_mismatch=dict(type="bool", default=True),
             docker_host=dict(type="str"),
+            benchmark=dict(type="int", default=0),
+            benchmark_loops=dict(type="int", default=300000),
             labels=dict(type="dict", default={}),
         ),
         supports_check_mode=True,

@@ -238,3 +238,14 @@ def test_compare_reads_gpu_facts_module_shape():
     facts["cuda_driver_version"] = "12.4"
     problems, _ = compare("x86_64", report(xml=A100_XML), host_gpus(facts), facts)
     assert problems == ["driver: the container reports CUDA 11.6 but the host driver supports CUDA 12.4"]
+
+
+def test_benchmark_helpers():
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import (
+        benchmark_script, parse_times, summarize_benchmark)
+    assert "-lt 1000 ]" in benchmark_script(1000)
+    assert parse_times("0.52\nCommand exited\n0.50\n") == [0.52, 0.50]
+    summary = summarize_benchmark([1.0, 3.0, 2.0, 2.0], [2.2, 2.0, 4.0])
+    assert summary["host"]["median"] == 2.0 and summary["host"]["min"] == 1.0 and summary["host"]["max"] == 3.0
+    assert summary["container"]["median"] == 2.2 and summary["ratio"] == 1.1
+    assert summarize_benchmark([], [1.0])["ratio"] is None
