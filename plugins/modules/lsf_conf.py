@@ -147,6 +147,8 @@ def main():
             new_text, changed_keys, warnings = set_keys(text, settings)
         except LsfSyntaxError as err:
             raise FileEditError(err.msg, path=path, line=err.line)
+        except ValueError as err:
+            raise FileEditError(str(err), path=path)
         outcome["changed_keys"] = changed_keys
         effective = get_keys(new_text)
         outcome["settings"] = {name: effective.get(name) for name in settings}

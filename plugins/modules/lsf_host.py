@@ -179,6 +179,8 @@ def main():
                 server=p["server"])
         except LsfSyntaxError as err:
             raise FileEditError(err.msg, path=path, line=err.line)
+        except ValueError as err:
+            raise FileEditError(str(err), path=path)
         outcome["changed_hosts"] = changed
         outcome["created_hosts"] = created
         return new_text, warnings

@@ -142,3 +142,13 @@ def test_lsf_host_bad_requests(tmp_path, capsys, args, msg):
     path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.cluster.LSFCluster", "lsf.cluster.c1")
     res = run_module(lsf_host, capsys, path=str(path), **args)
     assert res["failed"] is True and msg in res["msg"]
+
+
+def test_lsf_host_refuses_a_model_that_would_break_the_row(tmp_path, capsys):
+    path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.cluster.LSFCluster", "lsf.cluster.c1")
+    before = path.read_bytes()
+    res = run_module(lsf_host, capsys, path=str(path), hosts=["newhost"], resources=["docker"],
+                     create_missing=True, model="(POWER9")
+    assert res["failed"] is True
+    assert res["msg"] == "%s: refusing to write '(POWER9' into the Host section: it does not read back as one value" % path
+    assert path.read_bytes() == before
