@@ -45,11 +45,12 @@ Public API (stable)::
              columns (list of str), column_index {lower name: position},
              rows (Row list), entries (Entry list),
              has_column(name), insert_index (physical index for a new row/entry),
-             render_row(raw_tokens) -> line body aligned like the section's rows,
-             rewrite_row(row, raw_tokens) -> line body keeping the row's spacing,
+             render_row(raw_tokens, lines) -> line body aligned like the section's rows,
+             rewrite_row(row, raw_tokens, lines) -> line body keeping the row's spacing,
              get(key) -> last Entry with that key (horizontal), entries_for(key)
-    Row:     line (LogicalLine), tokens (Token list), get(column) -> Token or None,
-             raw(column), value(column), lineno
+    Row:     line (LogicalLine), cells (raw tokens as str), raws() (a copy),
+             tokens (Token list with offsets, computed on first use),
+             get(column) -> Token or None, raw(column), value(column), lineno
     Entry:   line (LogicalLine), key, value, lineno, sep (text from key end through
              the blanks after ``=``, e.g. ``" = "``), indent
 
@@ -58,6 +59,17 @@ Public API (stable)::
     doc.add_row(section, raw_tokens)             append a row after the last row
     doc.delete_row(row) / doc.delete_entry(entry)
     doc.set_entry(section, key, value)           update last KEY (or add it)
+    Rows written by set_row/add_row are checked cell by cell: a value that
+    would not read back as one cell raises ValueError before anything is queued.
+
+Editors built on the model (text in, ``(text, ...)`` out, @gc_paused):
+
+    edit_resource(text, name, state, type=, interval=, increasing=, consumable=,
+                  release=, description=) -> (text, row dict or None, warnings)
+    edit_hosts(text, hosts or "all", resources, state, create_missing,
+               model, host_type, server) -> (text, changed_hosts, created_hosts, warnings)
+    HostPattern(cell).matches(host)   condensed HOSTNAME ranges (host[01-04] ...)
+    check_resource_name(name), check_host_name(name), check_host_resource(item)
 """
 
 from __future__ import annotations
