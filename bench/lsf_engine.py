@@ -118,7 +118,7 @@ def _load():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "lsf_engine.md"))
     args = parser.parse_args()
@@ -140,9 +140,9 @@ def main():
                     if doc.render() != text:
                         raise SystemExit("round trip broken")
             elif case == "edit 1 host":
-                def run(text=text, target=target):
-                    new, changed, _c, _w = edit_hosts(text, target, ["docker"])
-                    if changed != target:
+                def run(text=text, target=tuple(target)):
+                    new, changed, _c, _w = edit_hosts(text, list(target), ["docker"])
+                    if changed != list(target):
                         raise SystemExit("edit missed")
             else:
                 def run(text=text, hosts=hosts):
@@ -158,9 +158,10 @@ def main():
 
     if apply_profiles is not None:
         text = applications_text(1000)
-        request = [{"name": "app0500", "container": {"runtime": "docker", "image": "registry:5000/app0500:2.0",
-                                                      "options": ["--rm", "--net=host", "--ipc=host"],
-                                                      "options_scripts": ["/shared/scripts/docker-options.sh"]}}]
+        container = {"runtime": "docker", "image": "registry:5000/app0500:2.0",
+                     "options": ["--rm", "--net=host", "--ipc=host"],
+                     "options_scripts": ["/shared/scripts/docker-options.sh"]}
+        request = [{"name": "app0500", "container": container}]
 
         def run_apps():
             new, changed, _w = apply_profiles(text, request)

@@ -122,14 +122,14 @@ def table_section(draw):
     name = draw(st.sampled_from(["Host", "Resource", "ResourceMap"]))
     out = [draw(st.sampled_from(["Begin ", "Begin\t", "BEGIN  "])) + name + draw(opt_blank) + draw(eol)]
     out.append(draw(opt_blank) + draw(blank).join(cols) + draw(st.one_of(st.just(""), comment)) + draw(eol))
-    for _ in range(draw(st.integers(0, 4))):
+    for _row in range(draw(st.integers(0, 4))):
         kind = draw(st.integers(0, 4))
         if kind == 0:
             out.append(draw(st.sampled_from(["", " ", "\t"])) + draw(eol))
         elif kind == 1:
             out.append(draw(opt_blank) + "#" + draw(word) + draw(eol))
         else:
-            vals = [draw(value) for _ in cols]
+            vals = [draw(value) for _col in cols]
             if len(vals) > 1 and kind == 2:
                 # split the row with a continuation
                 row = draw(opt_blank) + vals[0] + " \\" + draw(eol) + draw(blank) + draw(blank).join(vals[1:])
