@@ -24,18 +24,19 @@ description:
   - Never changes anything on the host (the container is always removed), so RV(ignore:changed) is always
     V(false). An explicit pull (O(pull)) only fetches what the registry already holds.
 author:
-  - hpc.gpu_containers contributors
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
 requirements:
   - Docker SDK for Python (C(python3-docker) on Debian/Ubuntu, C(python3-docker) / C(python-docker) on EL) on the node
 attributes:
   check_mode:
     support: full
-    details:
-      - In check mode nothing is pulled or run; the result says so and RV(passed) is V(null).
+    description: Nothing is pulled or run; the result says so and RV(passed) is V(null).
   diff_mode:
     support: none
+    description: Nothing on the host changes, so there is nothing to diff.
   idempotent:
     support: full
+    description: Always RV(ignore:changed=false); the container is removed in every case.
 options:
   image:
     description:
@@ -52,7 +53,7 @@ options:
     description:
       - V(never) uses the local image only and fails when it is missing; V(missing) pulls when it is not
         present; V(always) pulls first (an up-to-date image costs one manifest request). The pull time is
-        returned in RV(timings.pull).
+        returned in RV(timings).
     type: str
     choices: [never, missing, always]
     default: missing
