@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Build the STAND-IN nvidia-container-toolkit package set and a flat apt
+# repository for the test bed.
+#
+# The test bed has no GPUs and cannot reach NVIDIA's repositories, so the
+# nvidia_container_runtime role is exercised the way an air-gapped site runs
+# it: against a local repository. These packages carry the real package names
+# and a version like 1.17.9-0standin1, but every description says STAND-IN FOR
+# TESTS, and the binaries are small shell scripts:
+#   nvidia-container-runtime  logs its call, then execs runc with its arguments
+#   nvidia-ctk                --version and `cdi generate` only
+#   nvidia-container-cli      --version only
+#
+# Usage: build.sh OUTDIR [UPSTREAM_VERSION]   (default 1.17.9)
+# Writes OUTDIR/*.deb, OUTDIR/Packages and OUTDIR/Packages.gz; serve OUTDIR
+# over http or file:// and point the role at it with
+#   nvidia_container_runtime_apt_repo_url: <that URL>
+#   nvidia_container_runtime_apt_trusted: true
+# Needs dpkg-deb and dpkg-scanpackages (dpkg-dev) or apt-ftparchive (apt-utils).
+set -euo pipefail
+
+out="${1:?usage: build.sh OUTDIR [UPSTREAM_VERSION]}"
+upstream="${2:-1.17.9}"
+version="${upstream}-0standin1"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1700000000}"
+
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# package NAME DEPENDS SUMMARY FILE:DEST...
+package() {
+    local name="$1" depends="$2" summary="$3"
+    shift 3
+    local root="$work/$name"
+    mkdir -p "$root/DEBIAN" "$root/usr/share/doc/$name"
+    {
+        echo "Package: $name"
+        echo "Version: $version"
+        echo "Architecture: all"
+        echo "Maintainer: hpc.gpu_containers test bed <noreply@invalid>"
+        echo "Section: misc"
+        echo "Priority: optional"
+        [ -n "$depends" ] && echo "Depends: $depends"
+        echo "Description: STAND-IN FOR TESTS: $summary"
+        echo " Not an NVIDIA package. Built by the hpc.gpu_containers test bed"
+        echo " (molecule/resources/nvidia-standin/build.sh) to exercise the"
+        echo " install path without GPUs or access to NVIDIA's repositories."
+    } > "$root/DEBIAN/control"
+    printf 'STAND-IN FOR TESTS: %s %s is not an NVIDIA package.\n' "$name" "$version" \
+        > "$root/usr/share/doc/$name/README.standin"
+    local spec src dest
+    for spec in "$@"; do
+        src="${spec%%:*}"
+        dest="${spec#*:}"
+        install -D -m 0755 "$here/files/$src" "$root$dest"
+        sed -i "s/@VERSION@/${upstream}/g" "$root$dest"
+    done
+    find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+    dpkg-deb --root-owner-group -Zgzip --build "$root" "$out/${name}_${version}_all.deb" >/dev/null
+}
+
+package libnvidia-container1 "" "NVIDIA container runtime library (empty)"
+package libnvidia-container-tools "libnvidia-container1 (= $version)" \
+    "NVIDIA container runtime CLI" nvidia-container-cli:/usr/bin/nvidia-container-cli
+package nvidia-container-toolkit-base "" \
+    "NVIDIA container runtime and nvidia-ctk (runtime execs runc)" \
+    nvidia-container-runtime:/usr/bin/nvidia-container-runtime nvidia-ctk:/usr/bin/nvidia-ctk
+package nvidia-container-toolkit \
+    "nvidia-container-toolkit-base (= $version), libnvidia-container-tools (= $version)" \
+    "NVIDIA container toolkit (meta package)"
+
+cd "$out"
+if command -v dpkg-scanpackages >/dev/null 2>&1; then
+    dpkg-scanpackages --multiversion . /dev/null 2>/dev/null > Packages
+elif command -v apt-ftparchive >/dev/null 2>&1; then
+    apt-ftparchive packages . > Packages
+else
+    echo "build.sh: need dpkg-scanpackages (dpkg-dev) or apt-ftparchive (apt-utils)" >&2
+    exit 1
+fi
+gzip -9n < Packages > Packages.gz
+echo "stand-in repository with $(grep -c '^Package:' Packages) packages at $version in $out"
