@@ -39,6 +39,14 @@ def emit(text="", file=None):
     (file or sys.stdout).write(text + "\n")
 
 
+def open_shared(path, flags):
+    """Open (creating) a file every user can write: LSF commands run as anyone."""
+    fd = os.open(path, flags | os.O_CREAT, 0o666)
+    if os.fstat(fd).st_uid == os.getuid():
+        os.fchmod(fd, 0o666)           # the creator's umask must not lock others out
+    return fd
+
+
 def record(command, argv, extra=None):
     entry = {
         "ts": datetime.datetime.now(datetime.timezone.utc).isoformat(),
@@ -55,7 +63,7 @@ def record(command, argv, extra=None):
     line = (json.dumps(entry, sort_keys=True) + "\n").encode()
     os.makedirs(LOG_DIR, exist_ok=True)
     # One write() on an O_APPEND descriptor: concurrent callers never interleave.
-    fd = os.open(os.path.join(LOG_DIR, "calls.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    fd = open_shared(os.path.join(LOG_DIR, "calls.jsonl"), os.O_WRONLY | os.O_APPEND)
     try:
         os.write(fd, line)
     finally:
@@ -420,7 +428,7 @@ def container_command(container, command):
 def next_job_id():
     os.makedirs(STATE_DIR, exist_ok=True)
     path = os.path.join(STATE_DIR, "jobid")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = open_shared(path, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         current = int(os.read(fd, 32) or b"100")
