@@ -4,8 +4,10 @@
 """container_verify against a recording fake of the Docker SDK client (the library boundary)."""
 from __future__ import annotations
 
+import io
 import json
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,17 @@ class FakeContainer:
     def remove(self, force):
         self.client.calls.append("remove")
 
+    def get_archive(self, path):
+        """A tar of a stand-in busybox that prints one timing like ``time -f %e``."""
+        self.client.calls.append("get_archive:%s" % path)
+        script = b"#!/bin/sh\necho 0.40 >&2\n"
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo("busybox")
+            info.size, info.mode = len(script), 0o755
+            tar.addfile(info, io.BytesIO(script))
+        return [buf.getvalue()], {"name": "busybox"}
+
 
 class FakeClient:
     """Records every call; holds one local image (or none)."""
@@ -91,6 +104,9 @@ class FakeClient:
     def create(self, image, **kwargs):
         self.calls.append("create")
         self.created = kwargs
+        if kwargs.get("labels", {}).get("hpc.gpu_containers.verify") == "benchmark":
+            self.bench_command = kwargs["command"]
+            return FakeContainer(self, "", "0.20\n0.20\n0.50\n", 0)
         return FakeContainer(self, self.out, self.err, self.code, **self.container_kw)
 
     def close(self):
@@ -217,3 +233,16 @@ def test_split_ref():
     assert container_verify._split_ref("reg:5000/a/b:1") == ("reg:5000/a/b", "1")
     assert container_verify._split_ref("reg:5000/a/b") == ("reg:5000/a/b", "latest")
     assert container_verify._split_ref("a@sha256:ab") == ("a@sha256:ab", None)
+
+
+def test_benchmark_same_loop_host_and_container(run):
+    client = FakeClient()
+    res = run(client, image="r:5000/hpc/verify:1", benchmark=3, benchmark_loops=1000)
+    assert res["passed"] is True
+    bench = res["benchmark"]
+    assert bench["container"]["times"] == [0.2, 0.2, 0.5] and bench["container"]["median"] == 0.2
+    assert bench["host"]["times"] == [0.4, 0.4, 0.4]
+    assert bench["ratio"] == 0.5
+    assert "seq 3" in client.bench_command[-1] and "-lt 1000 ]" in client.bench_command[-1]
+    assert "get_archive:/bin/busybox" in client.calls
+    assert client.calls.count("remove") == 2
