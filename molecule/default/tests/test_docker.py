@@ -1,0 +1,247 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Docker engine and NVIDIA runtime on the test-bed nodes, checked on the real
+dockerd inside each node.
+
+Nodes whose inventory sets ``nvidia_container_runtime_enabled: true`` got the
+NVIDIA runtime from the STAND-IN package repository
+(molecule/resources/nvidia-standin): its ``nvidia-container-runtime`` logs
+each call to /run/nvidia-standin/runtime.log and then execs runc, so a
+container started with ``--runtime nvidia`` really runs (without a GPU).
+
+Images cannot be pulled here, so each node builds a one-binary image from its
+own /usr/bin/echo and the libraries ldd names.
+
+The last tests rerun the two roles from the controller (only under molecule,
+which exports MOLECULE_INVENTORY_FILE): a rerun must change nothing, and
+``--check --diff`` after a key was deleted from daemon.json must report it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+
+import pytest
+import testinfra.utils.ansible_runner
+
+INVENTORY = os.environ.get("MOLECULE_INVENTORY_FILE")
+TEST_IMAGE = "hpc-test/echo:1"
+DAEMON_JSON = "/etc/docker/daemon.json"
+RUNTIME_LOG = "/run/nvidia-standin/runtime.log"
+
+
+def _host_vars(host):
+    return host.ansible.get_variables()
+
+
+def _runtime_expected(host):
+    return str(_host_vars(host).get("nvidia_container_runtime_enabled", "auto")).lower() in ("true", "yes")
+
+
+def _runtime_nodes():
+    if not INVENTORY:
+        return []
+    runner = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
+    return sorted(
+        name
+        for name in runner.get_hosts("all")
+        if str(runner.get_variables(name).get("nvidia_container_runtime_enabled", "auto")).lower()
+        in ("true", "yes")
+    )
+
+
+def _docker_json(host, fmt):
+    out = host.check_output("docker info --format %s", fmt)
+    return json.loads(out)
+
+
+def _ensure_test_image(host):
+    if host.run("docker image inspect %s", TEST_IMAGE).rc == 0:
+        return
+    host.check_output(
+        "tar -C / -chf - usr/bin/echo "
+        "$(ldd /usr/bin/echo | grep -o '/[^ ]*' | sed 's|^/||') "
+        "| docker import - %s",
+        TEST_IMAGE,
+    )
+
+
+# --- every node: the engine -------------------------------------------------
+
+def test_docker_service_enabled_and_running(host):
+    docker = host.service("docker")
+    assert docker.is_enabled
+    assert docker.is_running
+
+
+def test_docker_runs_a_container(host):
+    _ensure_test_image(host)
+    out = host.check_output("docker run --rm %s /usr/bin/echo engine-ok", TEST_IMAGE)
+    assert out.strip() == "engine-ok"
+
+
+def test_daemon_json_has_the_role_defaults(host):
+    config = json.loads(host.file(DAEMON_JSON).content_string)
+    assert config["log-driver"] == "json-file"
+    assert config["log-opts"]["max-size"] == "100m"
+    # and dockerd runs with them
+    assert _docker_json(host, "{{json .LoggingDriver}}") == "json-file"
+
+
+def test_lsfadmin_in_docker_group_when_present(host):
+    lsfadmin = host.user("lsfadmin")
+    if not lsfadmin.exists:
+        pytest.skip("no lsfadmin on this node")
+    assert "docker" in lsfadmin.groups
+
+
+# --- the NVIDIA runtime -----------------------------------------------------
+
+def test_nvidia_runtime_registered_only_where_wanted(host):
+    runtimes = _docker_json(host, "{{json .Runtimes}}")
+    if _runtime_expected(host):
+        assert "nvidia" in runtimes
+        assert runtimes["nvidia"]["path"] == "nvidia-container-runtime"
+    else:
+        assert "nvidia" not in runtimes
+        assert not host.package("nvidia-container-toolkit").is_installed
+
+
+def test_container_starts_with_runtime_nvidia(host):
+    if not _runtime_expected(host):
+        pytest.skip("no NVIDIA runtime on this node")
+    _ensure_test_image(host)
+    before = host.run("wc -l < %s", RUNTIME_LOG)
+    calls_before = int(before.stdout.strip() or 0) if before.rc == 0 else 0
+    out = host.check_output("docker run --rm --runtime nvidia %s /usr/bin/echo runtime-ok", TEST_IMAGE)
+    assert out.strip() == "runtime-ok"
+    # the stand-in runtime, not plain runc, started it
+    calls_after = int(host.check_output("wc -l < %s", RUNTIME_LOG).strip())
+    assert calls_after > calls_before
+
+
+def test_toolkit_packages_at_one_version(host):
+    if not _runtime_expected(host):
+        pytest.skip("no NVIDIA runtime on this node")
+    wanted = str(_host_vars(host).get("nvidia_container_runtime_version", "1.17.9"))
+    versions = {
+        name: host.package(name).version
+        for name in (
+            "nvidia-container-toolkit",
+            "nvidia-container-toolkit-base",
+            "libnvidia-container-tools",
+            "libnvidia-container1",
+        )
+    }
+    assert len(set(versions.values())) == 1, versions
+    assert all(v.startswith(wanted + "-") for v in versions.values()), versions
+
+
+def test_daemon_json_merged_not_overwritten(host):
+    if not _runtime_expected(host):
+        pytest.skip("no NVIDIA runtime on this node")
+    config = json.loads(host.file(DAEMON_JSON).content_string)
+    assert config["runtimes"]["nvidia"] == {"path": "nvidia-container-runtime", "runtimeArgs": []}
+    # features.cdi merged next to the feature prepare put there
+    assert config["features"] == {"buildkit": True, "cdi": True}
+    # the key another tool wrote before converge is still there
+    assert config["labels"] == ["site=test"]
+
+
+def test_cdi_spec_written(host):
+    if not _runtime_expected(host):
+        pytest.skip("no NVIDIA runtime on this node")
+    spec = host.file("/etc/cdi/nvidia.yaml")
+    assert spec.exists
+    assert spec.mode == 0o644
+    assert "kind: nvidia.com/gpu" in spec.content_string
+
+
+def test_legacy_nvidia_docker_plugin_removed(host):
+    if not _runtime_expected(host):
+        pytest.skip("no NVIDIA runtime on this node")
+    assert not host.file("/etc/docker/plugins/nvidia-docker.spec").exists
+    assert not host.package("nvidia-docker2").is_installed
+
+
+# --- reruns from the controller (molecule only) -------------------------------
+
+PLAYBOOK = textwrap.dedent(
+    """\
+    - name: Docker engine and NVIDIA runtime, again
+      hosts: all
+      roles:
+        - hpc.gpu_containers.docker_engine
+        - hpc.gpu_containers.nvidia_container_runtime
+    """
+)
+
+needs_molecule = pytest.mark.skipif(
+    not _runtime_nodes(), reason="needs MOLECULE_INVENTORY_FILE with a node that has the NVIDIA runtime"
+)
+
+
+@pytest.fixture(scope="module")
+def playbook(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rerun") / "rerun.yml"
+    path.write_text(PLAYBOOK)
+    return path
+
+
+def _run_playbook(playbook, *args):
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run(
+        ["ansible-playbook", "-i", INVENTORY, "--limit", ",".join(_runtime_nodes()), str(playbook), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return json.loads(proc.stdout)
+
+
+def _task_results(report, task_name):
+    for play in report["plays"]:
+        for task in play["tasks"]:
+            # role tasks are reported as "<role> : <name>"
+            if task["task"]["name"].split(" : ")[-1] == task_name:
+                return task["hosts"]
+    raise AssertionError("task %r did not run" % task_name)
+
+
+@needs_molecule
+def test_rerun_changes_nothing(playbook):
+    report = _run_playbook(playbook)
+    changed = {name: stats["changed"] for name, stats in report["stats"].items()}
+    assert changed and all(count == 0 for count in changed.values()), changed
+
+
+@needs_molecule
+def test_check_diff_reports_a_deleted_key(playbook):
+    node = _runtime_nodes()[0]
+    target = testinfra.get_host("ansible://%s?ansible_inventory=%s" % (node, INVENTORY))
+    original = target.check_output("base64 -w0 %s", DAEMON_JSON)
+    config = json.loads(target.file(DAEMON_JSON).content_string)
+    del config["runtimes"]["nvidia"]
+    target.check_output("printf '%%s\\n' %s > %s", json.dumps(config, indent=4), DAEMON_JSON)
+    try:
+        report = _run_playbook(playbook, "--check", "--diff")
+        result = _task_results(report, "Register the NVIDIA runtime with Docker")[node]
+        assert result["changed"] is True
+        assert "runtimes.nvidia" in result["changed_keys"]
+        diff = result["diff"][0] if isinstance(result["diff"], list) else result["diff"]
+        assert '"nvidia"' not in diff["before"]
+        assert '"nvidia"' in diff["after"]
+        assert report["stats"][node]["changed"] >= 1
+        # check mode wrote nothing
+        assert "nvidia" not in json.loads(target.file(DAEMON_JSON).content_string)["runtimes"]
+    finally:
+        target.check_output("echo %s | base64 -d > %s", original, DAEMON_JSON)
+    assert json.loads(target.file(DAEMON_JSON).content_string)["runtimes"]["nvidia"]["path"] == (
+        "nvidia-container-runtime"
+    )
