@@ -12,8 +12,10 @@ tests and still exit 0.
 ansible-test also runs module tests and controller tests (callbacks, filters) in
 separate processes.  Plain pytest runs them in one, and importing controller code
 flips ansible-core's process-wide "this is the controller" switch, after which
-``module.warn()`` goes to the display instead of the module result.  The
-``_module_side`` fixture puts the switch back for module and module_utils tests.
+``module.warn()`` goes to the display instead of the module result.  Module
+warnings and deprecations also live in process-wide lists that a real module
+process never carries over.  The ``_module_side`` fixture puts the switch back and
+empties those lists for every module and module_utils test.
 """
 
 import atexit
@@ -26,6 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.module_utils import _internal as module_utils_internal
+from ansible.module_utils.common import warnings as module_warnings
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 
@@ -65,3 +68,5 @@ def _module_side(request, monkeypatch):
     path = Path(str(request.node.path)).resolve()
     if any(directory in path.parents for directory in _MODULE_SIDE_DIRS):
         monkeypatch.setattr(module_utils_internal, "is_controller", False)
+        monkeypatch.setattr(module_warnings, "_global_warnings", {})
+        monkeypatch.setattr(module_warnings, "_global_deprecations", {})
