@@ -172,14 +172,14 @@ def test_compare_one_of_two_requested_indices_renumbered():
     start = inside.index("<gpu ")
     end = inside.index("</gpu>") + len("</gpu>")
     only_second = (inside[:start] + inside[end:]).replace("<attached_gpus>2", "<attached_gpus>1")
-    problems, _ = compare("x86_64", report(xml=only_second), selected, facts)
+    problems = compare("x86_64", report(xml=only_second), selected, facts)[0]
     assert problems == []
 
 
 def test_compare_detects_extra_and_count():
     facts = two_gpu_facts()
     selected = select_gpus(host_gpus(facts), ["0"])
-    problems, _ = compare("x86_64", report(xml=two_gpu_xml()), selected, facts)
+    problems = compare("x86_64", report(xml=two_gpu_xml()), selected, facts)[0]
     assert "GPUs: the container sees 2 GPU(s), 1 requested" in problems
     assert "GPUs: visible in the container but not requested: %s" % SECOND_UUID in problems
 
@@ -187,14 +187,14 @@ def test_compare_detects_extra_and_count():
 def test_compare_detects_missing_gpu():
     facts = two_gpu_facts()
     selected = host_gpus(facts)
-    problems, _ = compare("x86_64", report(xml=A100_XML), selected, facts)
+    problems = compare("x86_64", report(xml=A100_XML), selected, facts)[0]
     assert "GPUs: requested but not visible in the container: %s" % SECOND_UUID in problems
 
 
 def test_compare_detects_driver_bus_minor_and_cuda():
     facts = dict(A100_FACTS, driver_version="535.54.03", cuda_driver_version=12020)
     facts["gpus"] = [dict(A100_FACTS["gpus"][0], pci_bus_id="0000:3b:00.0", minor_number=2)]
-    problems, _ = compare("x86_64", report(xml=A100_XML), host_gpus(facts), facts)
+    problems = compare("x86_64", report(xml=A100_XML), host_gpus(facts), facts)[0]
     text = "\n".join(problems)
     assert "driver 510.47.03 but the host runs 535.54.03" in text
     assert "CUDA 11.6 but the host driver supports CUDA 12.2" in text
@@ -203,26 +203,26 @@ def test_compare_detects_driver_bus_minor_and_cuda():
 
 
 def test_compare_no_nvidia_smi_when_gpus_expected():
-    problems, _ = compare("x86_64", report(), host_gpus(A100_FACTS), A100_FACTS)
+    problems = compare("x86_64", report(), host_gpus(A100_FACTS), A100_FACTS)[0]
     assert len(problems) == 1 and "nvidia-smi is not available" in problems[0]
 
 
 def test_compare_nvidia_smi_failed():
-    problems, _ = compare("x86_64", report(xml="", rc=9), host_gpus(A100_FACTS), A100_FACTS)
+    problems = compare("x86_64", report(xml="", rc=9), host_gpus(A100_FACTS), A100_FACTS)[0]
     assert any("exit code 9" in p for p in problems)
 
 
 def test_compare_cpu_node_passes_and_flags_leaked_gpus():
     problems, details = compare("ppc64le", report(arch="ppc64le"), [], {"present": False})
     assert problems == [] and details["architecture"] == {"node": "ppc64le", "container": "ppc64le"}
-    problems, _ = compare("x86_64", report(xml=A100_XML), [], {"present": False}, expect_gpus=False)
+    problems = compare("x86_64", report(xml=A100_XML), [], {"present": False}, expect_gpus=False)[0]
     assert problems == ["GPUs: the container sees 1 GPU(s) although none were requested (%s)" % A100_UUID]
 
 
 def test_compare_architecture_mismatch_and_missing_report():
-    problems, _ = compare("x86_64", report(arch="ppc64le"), [], None)
+    problems = compare("x86_64", report(arch="ppc64le"), [], None)[0]
     assert problems == ["architecture: the container runs ppc64le but the node is x86_64"]
-    problems, _ = compare("x86_64", parse_verify_output("hello\n"), [], None)
+    problems = compare("x86_64", parse_verify_output("hello\n"), [], None)[0]
     assert any("did not print the verification report" in p for p in problems)
     assert any("did not report its architecture" in p for p in problems)
 
@@ -233,10 +233,10 @@ def test_compare_reads_gpu_facts_module_shape():
              "cuda_driver_version_int": 11060,
              "gpus": [{"index": 0, "uuid": A100_UUID, "pci_bus_id": "00000000:00:04.0",
                        "pci_bus_id_short": "0000:00:04.0", "minor_number": 0, "name": "NVIDIA A100-SXM4-40GB"}]}
-    problems, _ = compare("x86_64", report(xml=A100_XML), host_gpus(facts), facts)
+    problems = compare("x86_64", report(xml=A100_XML), host_gpus(facts), facts)[0]
     assert problems == []
     facts["cuda_driver_version"] = "12.4"
-    problems, _ = compare("x86_64", report(xml=A100_XML), host_gpus(facts), facts)
+    problems = compare("x86_64", report(xml=A100_XML), host_gpus(facts), facts)[0]
     assert problems == ["driver: the container reports CUDA 11.6 but the host driver supports CUDA 12.4"]
 
 
