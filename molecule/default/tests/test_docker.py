@@ -228,13 +228,18 @@ def test_rerun_changes_nothing(playbook):
 
 
 @needs_molecule
-def test_check_diff_reports_a_deleted_key(playbook):
+def test_check_diff_reports_a_deleted_key_and_a_driver_change(playbook):
+    """One --check --diff run after two kinds of drift on one node: a key
+    deleted from daemon.json, and a driver upgrade (the stand-in nvidia-ctk
+    reads its driver version from /etc/nvidia-standin/driver-version)."""
     node = _runtime_nodes()[0]
     target = testinfra.get_host("ansible://%s?ansible_inventory=%s" % (node, INVENTORY))
     original = target.check_output("base64 -w0 %s", DAEMON_JSON)
+    spec_before = target.file("/etc/cdi/nvidia.yaml").content_string
     config = json.loads(target.file(DAEMON_JSON).content_string)
     del config["runtimes"]["nvidia"]
     target.check_output("printf '%%s\\n' %s > %s", json.dumps(config, indent=4), DAEMON_JSON)
+    target.check_output("mkdir -p /etc/nvidia-standin && echo 999.99.99 > /etc/nvidia-standin/driver-version")
     try:
         report = _run_playbook(playbook, "--check", "--diff")
         result = _task_results(report, "Register the NVIDIA runtime with Docker")[node]
@@ -243,11 +248,17 @@ def test_check_diff_reports_a_deleted_key(playbook):
         diff = result["diff"][0] if isinstance(result["diff"], list) else result["diff"]
         assert '"nvidia"' not in diff["before"]
         assert '"nvidia"' in diff["after"]
-        assert report["stats"][node]["changed"] >= 1
+        spec = _task_results(report, "Install the CDI spec when it is missing or differs")[node]
+        assert spec["changed"] is True
+        spec_diff = spec["diff"][0] if isinstance(spec["diff"], list) else spec["diff"]
+        assert "999.99.99" in spec_diff["after"] and "999.99.99" not in spec_diff["before"]
+        assert report["stats"][node]["changed"] >= 2
         # check mode wrote nothing
         assert "nvidia" not in json.loads(target.file(DAEMON_JSON).content_string)["runtimes"]
+        assert target.file("/etc/cdi/nvidia.yaml").content_string == spec_before
     finally:
         target.check_output("echo %s | base64 -d > %s", original, DAEMON_JSON)
+        target.check_output("rm -f /etc/nvidia-standin/driver-version")
     assert json.loads(target.file(DAEMON_JSON).content_string)["runtimes"]["nvidia"]["path"] == (
         "nvidia-container-runtime"
     )
