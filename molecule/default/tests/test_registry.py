@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 import testinfra.utils.ansible_runner
+import yaml
 
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 testinfra_hosts = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts(
@@ -17,8 +19,11 @@ testinfra_hosts = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_ho
 
 REGISTRY_HOST = os.environ.get("REGISTRY_HOST", "head")
 REGISTRY = "%s:5000" % REGISTRY_HOST
-USER = os.environ.get("REGISTRY_USER", "hpc")
-PASSWORD = os.environ.get("REGISTRY_PASSWORD", "molecule-registry")
+# The scenario's test account (group_vars/all.yml: container_registry_users), overridable for other beds.
+_ACCOUNT = (yaml.safe_load((Path(__file__).parents[1] / "group_vars" / "all.yml").read_text())
+            .get("container_registry_users") or [{}])[0]
+USER = os.environ.get("REGISTRY_USER", _ACCOUNT.get("name", "hpc"))
+PASSWORD = os.environ.get("REGISTRY_PASSWORD", _ACCOUNT.get("password", ""))
 IMAGE = "%s/hpc/verify:1" % REGISTRY
 CA = "/etc/docker/certs.d/%s/ca.crt" % REGISTRY
 
