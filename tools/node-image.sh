@@ -16,7 +16,8 @@
 #   NODE_ARCH     Debian architecture (default amd64; e.g. ppc64el, needs
 #                 qemu-user-static + binfmt on the build host)
 #   NODE_MIRROR   Debian mirror (default http://deb.debian.org/debian)
-#   NODE_SECURITY_MIRROR  (default http://deb.debian.org/debian-security)
+#   NODE_SECURITY_MIRROR  (default http://deb.debian.org/debian-security;
+#                 set it empty to leave bookworm-security out)
 #   NODE_REBUILD  set to 1 to rebuild even when the image exists
 #   NODE_IMAGE_REPO  image repository (default localhost/hpc-gpu-node)
 # Prints the immutable image reference on the last line of stdout.
@@ -24,7 +25,7 @@ set -euo pipefail
 
 arch="${NODE_ARCH:-amd64}"
 mirror="${NODE_MIRROR:-http://deb.debian.org/debian}"
-security_mirror="${NODE_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
+security_mirror="${NODE_SECURITY_MIRROR-http://deb.debian.org/debian-security}"
 repo="${NODE_IMAGE_REPO:-localhost/hpc-gpu-node}"
 suite=bookworm
 
@@ -67,6 +68,17 @@ packages=systemd,systemd-sysv,dbus,python3,python3-apt,ca-certificates,iproute2,
 # Units that make no sense in a container (no tty, no udev, host owns time).
 masked="getty@tty1.service console-getty.service systemd-udevd.service systemd-udev-trigger.service systemd-timesyncd.service systemd-firstboot.service systemd-modules-load.service sys-kernel-config.mount sys-kernel-debug.mount"
 
+# The root filesystem goes to a file first: `docker import` reading a pipe
+# would import whatever arrived before a failed build and leave a broken image
+# under the cached tag.
+workdir="$(mktemp -d "${TMPDIR:-/tmp}/node-image.XXXXXX")"
+trap 'rm -rf "$workdir"' EXIT
+
+sources=("deb $mirror $suite main" "deb $mirror $suite-updates main")
+if [ -n "$security_mirror" ]; then
+    sources+=("deb $security_mirror $suite-security main")
+fi
+
 start=$(date +%s)
 log "building $image (arch $arch, suite $suite, mirror $mirror)"
 # Engine 20.10 rejects STOPSIGNAL in `docker import --change`; containers are
@@ -83,16 +95,13 @@ mmdebstrap --variant=minbase --architectures="$arch" \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
     --customize-hook='truncate -s0 "$1"/etc/machine-id' \
     --customize-hook="chroot \"\$1\" systemctl mask $masked" \
-    "$suite" - \
-    "deb $mirror $suite main" \
-    "deb $mirror $suite-updates main" \
-    "deb $security_mirror $suite-security main" \
-| docker import \
+    "$suite" "$workdir/rootfs.tar" "${sources[@]}" >&2
+docker import \
     --change 'CMD ["/lib/systemd/systemd"]' \
     --change 'ENV container=docker' \
     --change "LABEL org.opencontainers.image.title=hpc-gpu-node org.opencontainers.image.version=${recipe_hash} hpc.gpu_containers.recipe=${recipe_hash}" \
     --platform "linux/$( [ "$arch" = ppc64el ] && echo ppc64le || echo "$arch")" \
-    - "$image" >&2
+    "$workdir/rootfs.tar" "$image" >&2
 
 docker tag "$image" "${repo}:${tag_moving}"
 end=$(date +%s)
