@@ -103,7 +103,7 @@ CONTROLLER_ACTIONS = {
     "ansible.builtin.fail", "ansible.builtin.meta", "ansible.builtin.include_tasks",
     "ansible.builtin.import_tasks", "ansible.builtin.include_role", "ansible.builtin.import_role",
     "ansible.builtin.include_vars", "ansible.builtin.add_host", "ansible.builtin.group_by",
-    "ansible.builtin.set_stats",
+    "ansible.builtin.set_stats", "validate_argument_spec", "ansible.builtin.validate_argument_spec",
 }
 
 
@@ -266,6 +266,12 @@ class Cluster:
                 proc = subprocess.run(["docker", "exec", self.container(node), "cat", path],
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
                 entry[path] = hashlib.sha256(proc.stdout).hexdigest()[:16] if proc.returncode == 0 else "absent"
+                if path.endswith("lsb.applications") and proc.returncode == 0:
+                    # The baseline's blockinfile adds two marker comment lines; the rest must be equal.
+                    kept = b"".join(line for line in proc.stdout.splitlines(True)
+                                    if not line.startswith((b"# BEGIN Docker application profiles",
+                                                            b"# END Docker application profiles")))
+                    entry["lsb.applications without blockinfile markers"] = hashlib.sha256(kept).hexdigest()[:16]
             entry["docker group"] = self.exec_out(node, "getent", "group", "docker").strip().split(":")[-1]
             state[node] = entry
         return state
@@ -325,12 +331,23 @@ def playbook(env, inventory, name, args, label):
             "log": str(logs / ("%s.log" % label))}
 
 
+# Controller-side actions (no module on the node); the callback applies the same list.
+CONTROLLER_ACTIONS = {name for short in (
+    "set_fact", "assert", "debug", "fail", "meta", "include_tasks", "import_tasks", "include_role",
+    "import_role", "include_vars", "add_host", "group_by", "set_stats", "validate_argument_spec")
+    for name in (short, "ansible.builtin." + short)}
+
+
+def module_runs(rec):
+    return 0 if rec["action"] in CONTROLLER_ACTIONS else rec["runs"]
+
+
 def per_host(records):
     """Host -> (module executions, seconds spent in that host's tasks)."""
     out = {}
     for rec in records:
         runs, secs = out.get(rec["host"], (0, 0.0))
-        out[rec["host"]] = (runs + rec["runs"], secs + rec["duration"])
+        out[rec["host"]] = (runs + module_runs(rec), secs + rec["duration"])
     return out
 
 
@@ -340,7 +357,7 @@ def per_task(records):
     for rec in records:
         key = (rec["role"] or "-", rec["task"], rec["action"])
         runs, secs = out.setdefault(key, {}).get(rec["host"], (0, 0.0))
-        out[key][rec["host"]] = (runs + rec["runs"], secs + rec["duration"])
+        out[key][rec["host"]] = (runs + module_runs(rec), secs + rec["duration"])
     return out
 
 
@@ -401,7 +418,7 @@ def summarize(runs, hosts):
         "secs": {h: median(host_secs[h]) for h in hosts},
         "changed": [r["changed"] for r in runs], "rcs": [r["rc"] for r in runs],
         "cpu": median([r.get("cpu", 0.0) for r in runs]),
-        "execs_total": median([sum(rec["runs"] for rec in r["records"]) for r in runs]),
+        "execs_total": median([sum(module_runs(rec) for rec in r["records"]) for r in runs]),
         "tasks_total": median([len(r["records"]) for r in runs]),
     }
 
@@ -423,6 +440,31 @@ def task_table(runs, hosts, limit=40):
         rows.append((sum(secs.values()), role, task, action, execs, secs))
     rows.sort(key=lambda row: -row[0])
     return rows[:limit]
+
+
+def role_table(runs, hosts):
+    """Median module executions and seconds per role (playbook tasks: '-') and host."""
+    acc = {}
+    for records in runs:
+        per = {}
+        for rec in records:
+            runs_h, secs_h, gathers = per.setdefault((rec["role"] or "-", rec["host"]), (0, 0.0, 0))
+            gathering = rec["action"] in ("gather_facts", "ansible.builtin.gather_facts", "setup",
+                                          "ansible.builtin.setup") and rec["status"] != "skipped"
+            per[(rec["role"] or "-", rec["host"])] = (runs_h + module_runs(rec), secs_h + rec["duration"],
+                                                      gathers + (1 if gathering else 0))
+        for key, value in per.items():
+            acc.setdefault(key, []).append(value)
+    roles = sorted({role for role, _host in acc})
+    rows = []
+    for role in roles:
+        cells = {}
+        for h in hosts:
+            values = acc.get((role, h), [])
+            cells[h] = (median([v[0] for v in values]), median([v[1] for v in values]),
+                        median([v[2] for v in values]))
+        rows.append([role, cells])
+    return rows
 
 
 def fmt_execs(value):
@@ -478,7 +520,7 @@ def estimate(ours, base, hosts, nodes=1000, forks=100, cores=16):
 
 
 def render(opts, info, load_before, load_after, hosts, fresh, state_cmp, sums, tasks, started, finished,
-           over=None, over_cmp=None):
+           over=None, over_cmp=None, roles=None):
     ours, scoped, base = sums["ours"], sums["ours_scoped"], sums["baseline"]
     ratio = ours["wall"] / base["wall"] if base["wall"] else float("nan")
     ratio_scoped = scoped["wall"] / base["wall"] if base["wall"] else float("nan")
@@ -573,6 +615,17 @@ def render(opts, info, load_before, load_after, hosts, fresh, state_cmp, sums, t
         lines += ["* %s" % item for item in changed] or ["* none"]
         lines += ["", "Compared files before and after:", ""] + table
         lines += ["", "**Ours left every compared file as the baseline wrote it: %s.**" % ("yes" if same_all else "no"), ""]
+    if roles:
+        lines += ["## Ours per role (full drift check)", "",
+                  "Median per run: module executions, seconds (task start to result) and fact gatherings"
+                  " (`setup`/gather_facts) per host; '-' is the playbooks' own tasks.", "",
+                  "| role | %s |" % " | ".join(hosts), "|---|%s" % ("---:|" * len(hosts))]
+        for role, cells in roles:
+            lines.append("| %s | %s |" % (role, " | ".join(
+                "%s exec, %.1f s%s" % (fmt_execs(cells[h][0]), cells[h][1],
+                                       ", %s facts" % fmt_execs(cells[h][2]) if cells[h][2] else "")
+                for h in hosts)))
+        lines.append("")
     lines += ["## Where the drift check's time goes (ours, full run)", "",
               "Median per run; seconds per host (task start to result), module executions per host in brackets;"
               " costliest first.", "",
@@ -670,8 +723,6 @@ def main(argv=None):
                                                 "drift-baseline-%d" % i))
         if hosts is None:
             hosts = sorted({rec["host"] for r in results["ours"] for rec in r["records"]} - {"localhost"})
-        sums = {key: summarize(runs, hosts) for key, runs in results.items()}
-        tasks = task_table(results["ours"], hosts)
     finally:
         if not opts.keep and not opts.inventory:
             for cluster in clusters:
@@ -679,8 +730,8 @@ def main(argv=None):
     finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
     raw = {"opts": {k: getattr(opts, k) for k in ("runs", "gpu_nodes", "forks", "note", "skip_tags")},
            "info": info, "load_before": load_before, "load_after": loadavg(), "hosts": hosts,
-           "fresh": fresh, "state_cmp": state_cmp, "sums": sums, "tasks": tasks, "started": started,
-           "finished": finished, "over": over, "over_cmp": over_cmp}
+           "fresh": fresh, "state_cmp": state_cmp, "started": started,
+           "finished": finished, "over": over, "over_cmp": over_cmp, "results": results}
     (STATE / "raw.json").write_text(json.dumps(raw))
     write_report(raw, opts.out)
     return 0
@@ -689,9 +740,13 @@ def main(argv=None):
 def write_report(raw, out):
     """Render a raw.json (this run's, or --render-from) into the results file."""
     opts = argparse.Namespace(**raw["opts"])
-    lines = render(opts, raw["info"], raw["load_before"], raw["load_after"], raw["hosts"],
-                   [tuple(item) for item in raw["fresh"]], raw["state_cmp"], raw["sums"], raw["tasks"],
-                   raw["started"], raw["finished"], raw["over"], raw["over_cmp"])
+    hosts, results = raw["hosts"], raw["results"]
+    sums = {key: summarize(runs, hosts) for key, runs in results.items()}
+    tasks = task_table(results["ours"], hosts)
+    roles = role_table([r["records"] for r in results["ours"]], hosts)
+    lines = render(opts, raw["info"], raw["load_before"], raw["load_after"], hosts,
+                   [tuple(item) for item in raw["fresh"]], raw["state_cmp"], sums, tasks,
+                   raw["started"], raw["finished"], raw["over"], raw["over_cmp"], roles)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text("\n".join(lines))
     log("wrote %s" % out)
