@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Drift rerun benchmark: the collection against the way the anchors do it.
@@ -174,7 +174,7 @@ def run(argv, check=True, **kwargs):
 
 def docker_ok():
     return subprocess.run(["docker", "info"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL).returncode == 0
+                          stderr=subprocess.DEVNULL, check=False).returncode == 0
 
 
 # --------------------------------------------------------------------------
@@ -264,7 +264,7 @@ class Cluster:
             entry = {}
             for path in COMPARED_FILES:
                 proc = subprocess.run(["docker", "exec", self.container(node), "cat", path],
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
                 entry[path] = hashlib.sha256(proc.stdout).hexdigest()[:16] if proc.returncode == 0 else "absent"
                 if path.endswith("lsb.applications") and proc.returncode == 0:
                     # The baseline's blockinfile adds two marker comment lines; the rest must be equal.
@@ -272,7 +272,7 @@ class Cluster:
                                     if not line.startswith((b"# BEGIN Docker application profiles",
                                                             b"# END Docker application profiles")))
                     entry["lsb.applications without blockinfile markers"] = hashlib.sha256(kept).hexdigest()[:16]
-            entry["docker group"] = self.exec_out(node, "getent", "group", "docker").strip().split(":")[-1]
+            entry["docker group"] = self.exec_out(node, "getent", "group", "docker").strip().rsplit(":", maxsplit=1)[-1]
             state[node] = entry
         return state
 
@@ -319,7 +319,7 @@ def playbook(env, inventory, name, args, label):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.monotonic()
     with open(logs / ("%s.log" % label), "w") as out:
-        proc = subprocess.run(argv, env=run_env, stdout=out, stderr=subprocess.STDOUT, cwd=str(ROOT))
+        proc = subprocess.run(argv, env=run_env, stdout=out, stderr=subprocess.STDOUT, cwd=str(ROOT), check=False)
     wall = time.monotonic() - began
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     # Controller CPU: ansible-playbook and its forks (the docker CLI included).
@@ -382,9 +382,9 @@ def machine():
     except OSError:
         pass
     engine = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=False).stdout.strip()
     ansible = subprocess.run([str(Path(sys.executable).parent / "ansible"), "--version"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.splitlines()
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=False).stdout.splitlines()
     return {"cpus": cpus, "model": model, "mem": mem, "engine": engine,
             "ansible": ansible[0] if ansible else "", "python": platform.python_version(),
             "kernel": platform.release()}

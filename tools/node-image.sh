@@ -83,6 +83,8 @@ start=$(date +%s)
 log "building $image (arch $arch, suite $suite, mirror $mirror)"
 # Engine 20.10 rejects STOPSIGNAL in `docker import --change`; containers are
 # started with --stop-signal SIGRTMIN+3 instead (see molecule/README.md).
+# The hooks are single-quoted on purpose: mmdebstrap expands "$1", not this shell.
+# shellcheck disable=SC2016
 # A fixed SOURCE_DATE_EPOCH makes the tarball reproducible for one package set.
 SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1700000000}" \
 mmdebstrap --variant=minbase --architectures="$arch" \

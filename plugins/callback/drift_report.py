@@ -7,12 +7,13 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: drift_report
 type: aggregate
+version_added: 0.1.0
 short_description: Collect what a check-mode run would change into a drift report
 description:
   - Records every result that reports C(changed) (per host, per task, with its diff), every failed
     task and every unreachable host, and writes them as C(drift.json) and C(drift.md) into
     O(report_dir).
-  - Meant for the nightly C(--check --diff) rerun of P(hpc.gpu_containers.drift#playbook), whose last
+  - Meant for the nightly C(--check --diff) rerun of C(playbooks/drift.yml), whose last
     play turns a non-empty report into a failed play, so C(ansible-playbook) exits with code 2.
   - Works for any playbook; on a normal (not check-mode) run the report lists what did change.
   - The report is rewritten after each recorded event, so a run that is interrupted still leaves what

@@ -19,7 +19,7 @@ description:
     the last one and warns. Removing a parameter removes every definition.
   - A malformed C(lsf.conf) (blanks around C(=), an unquoted value with blanks, an unterminated quote,
     a line that is not C(NAME=value)) fails with C(path:line) and the file is left as it was.
-version_added: 1.0.0
+version_added: 0.1.0
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
 options:

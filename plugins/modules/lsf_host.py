@@ -23,7 +23,7 @@ description:
   - Every line the edit does not touch comes back byte-identical; an edited row keeps its spacing.
     A malformed file (a C(Begin) without C(End), a row whose value count does not match the header,
     text outside any section) fails with C(path:line) and is left as it was.
-version_added: 1.0.0
+version_added: 0.1.0
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
 options:

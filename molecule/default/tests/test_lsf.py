@@ -135,7 +135,7 @@ def profiles(text):
     for body in sections(text, "Application"):
         entries = {}
         for line in body:
-            key, _, value = line.partition("=")
+            key, dummy, value = line.partition("=")
             entries[key.strip().upper()] = value.strip()
         result[entries["NAME"]] = entries
     return result
@@ -158,7 +158,7 @@ def clause(text, keyword, open_="(", close=")"):
 
 
 def container(value):
-    runtime, _, rest = value.partition("[")
+    runtime, dummy, rest = value.partition("[")
     return {
         "runtime": runtime.strip(),
         "image": clause(rest, "image"),

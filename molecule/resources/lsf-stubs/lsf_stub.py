@@ -347,7 +347,7 @@ def cmd_lsid(argv, conf):
     emit(VERSION_BANNER)
     emit("Copyright International Business Machines Corp. 1992, 2016.")
     emit("US Government Users Restricted Rights - Use, duplication or disclosure "
-          "restricted by GSA ADP Schedule Contract with IBM Corp.\n")
+         "restricted by GSA ADP Schedule Contract with IBM Corp.\n")
     emit("My cluster name is %s" % cluster_name(conf))
     masters = conf.get("LSF_MASTER_LIST", "").split()
     emit("My master name is %s" % (masters[0] if masters else socket.gethostname()))

@@ -73,7 +73,7 @@ def test_every_sample_round_trips_byte_identically(sample):
     assert ApplicationsFile(text).render() == text
     names = ApplicationsFile(text).names()
     # a request that matches what is there changes nothing
-    new, changed, _ = apply_profiles(text, [{"name": names[0]}])
+    new, changed, dummy = apply_profiles(text, [{"name": names[0]}])
     assert (new, changed) == (text, [])
 
 
@@ -86,7 +86,7 @@ def test_matching_structured_request_is_not_rewritten_despite_other_line_breaks(
 
 def test_changing_the_image_touches_only_the_container_lines():
     request = dict(DOCKERAPP, container=dict(DOCKERAPP["container"], image="repo/img:v2"))
-    new, changed, _ = apply_profiles(MIXED, [request])
+    new, changed, dummy = apply_profiles(MIXED, [request])
     assert changed == ["dockerapp"]
     old_lines, new_lines = MIXED.splitlines(), new.splitlines()
     assert old_lines[:14] == new_lines[:14]
@@ -96,7 +96,7 @@ def test_changing_the_image_touches_only_the_container_lines():
 
 
 def test_new_entry_follows_the_profile_style_and_comment_is_kept():
-    new, changed, _ = apply_profiles(MIXED, [{"name": "default", "description": "Changed",
+    new, changed, dummy = apply_profiles(MIXED, [{"name": "default", "description": "Changed",
                                               "parameters": {"RUNLIMIT": 60}}])
     assert changed == ["default"]
     lines = new.splitlines()
@@ -107,7 +107,7 @@ def test_new_entry_follows_the_profile_style_and_comment_is_kept():
 
 
 def test_new_profile_goes_after_the_last_profile_before_trailing_comments():
-    new, changed, _ = apply_profiles(MIXED, [{"name": "gpu", "description": "GPU jobs",
+    new, changed, dummy = apply_profiles(MIXED, [{"name": "gpu", "description": "GPU jobs",
                                               "parameters": {"GPU_REQ": "num=1:mode=exclusive_process"}}])
     assert changed == ["gpu"]
     assert new.startswith(MIXED.split("#Begin Application")[0])
@@ -120,14 +120,14 @@ def test_new_profile_goes_after_the_last_profile_before_trailing_comments():
 
 def test_new_profile_in_an_indented_file_is_indented_like_it():
     text = (FIXTURES / "IBMSpectrumComputing__lsf-integrations__lsb.applications.openfoam-excerpt").read_text()
-    new, _, _ = apply_profiles(text, [{"name": "x", "description": "y"}])
+    new, dummy, dummy = apply_profiles(text, [{"name": "x", "description": "y"}])
     assert new.startswith(text)
     assert new[len(text):] == "\n        Begin Application\n        NAME         = x\n        DESCRIPTION  = y\n" \
                               "        End Application\n"
 
 
 def test_removal_and_removal_of_the_missing():
-    new, changed, _ = apply_profiles(MIXED, [{"name": "default", "state": "absent"},
+    new, changed, dummy = apply_profiles(MIXED, [{"name": "default", "state": "absent"},
                                              {"name": "nothere", "state": "absent"}])
     assert changed == ["default"]
     assert "NAME         = default" not in new
@@ -137,7 +137,7 @@ def test_removal_and_removal_of_the_missing():
 
 
 def test_remove_last_and_add_new_in_one_pass():
-    new, changed, _ = apply_profiles(MIXED, [{"name": "dockerapp", "state": "absent"},
+    new, changed, dummy = apply_profiles(MIXED, [{"name": "dockerapp", "state": "absent"},
                                              {"name": "gpu", "description": "g"}])
     assert changed == ["dockerapp", "gpu"]
     assert set(lsb_read(new)) == {"default", "gpu"}
@@ -146,8 +146,8 @@ def test_remove_last_and_add_new_in_one_pass():
 
 
 def test_parameter_none_removes_and_bool_is_written_as_y():
-    new, changed, _ = apply_profiles(MIXED, [{"name": "default", "parameters": {"cpulimit": None,
-                                                                             "DOCKER_IMAGE_AFFINITY": True}}])
+    request = {"name": "default", "parameters": {"cpulimit": None, "DOCKER_IMAGE_AFFINITY": True}}
+    new, changed, dummy = apply_profiles(MIXED, [request])
     assert changed == ["default"]
     prof = lsb_read(new)["default"]
     assert "CPULIMIT" not in prof and prof["DOCKER_IMAGE_AFFINITY"] == "Y"
@@ -189,7 +189,7 @@ def test_seed_powerai_profile_from_structured_input_is_what_lsf_reads():
 
 
 def test_exec_driver_written_one_clause_per_line_when_long_and_read_back():
-    new, _, _ = apply_profiles("", [dict(DOCKERAPP, exec_driver={
+    new, dummy, dummy = apply_profiles("", [dict(DOCKERAPP, exec_driver={
         "user": "lsfadmin", "starter": "/opt/lsf/10.1/linux3.10-glibc2.17-x86_64/etc/docker-starter.py",
         "controller": "/opt/lsf/10.1/linux3.10-glibc2.17-x86_64/etc/docker-control.py",
         "monitor": "/opt/lsf/10.1/linux3.10-glibc2.17-x86_64/etc/docker-monitor.py"})])
@@ -204,9 +204,9 @@ def test_duplicate_key_last_wins_and_is_collapsed_on_change():
     doc = ApplicationsFile(text)
     assert doc.profile("docker").value("DESCRIPTION") == "Docker User Service"
     assert any("DESCRIPTION is also set on line 3" in w for w in doc.warnings)
-    new, changed, _ = apply_profiles(text, [{"name": "docker", "description": "Docker User Service"}])
+    new, changed, dummy = apply_profiles(text, [{"name": "docker", "description": "Docker User Service"}])
     assert (new, changed) == (text, [])
-    new, changed, _ = apply_profiles(text, [{"name": "docker", "description": "Boinc"}])
+    new, changed, dummy = apply_profiles(text, [{"name": "docker", "description": "Boinc"}])
     assert new.count("DESCRIPTION") == 1 and lsb_read(new)["docker"]["DESCRIPTION"] == "Boinc"
 
 
@@ -232,7 +232,7 @@ def test_time_based_values_are_not_edited_but_other_keys_are():
     with pytest.raises(LsfSyntaxError, match="under #if") as err:
         apply_profiles(TIMED, [{"name": "a", "parameters": {"RUNLIMIT": 7}}])
     assert err.value.line == 4
-    new, changed, _ = apply_profiles(TIMED, [{"name": "a", "description": "d"}])
+    new, changed, dummy = apply_profiles(TIMED, [{"name": "a", "description": "d"}])
     assert changed == ["a"]
     assert new == TIMED.replace("#endif\n", "#endif\nDESCRIPTION = d\n")
 
@@ -269,7 +269,7 @@ def test_thousand_profiles_parse_edit_render():
     text = "".join("Begin Application\nNAME = app%d\nDESCRIPTION = d%d\nEnd Application\n\n" % (i, i)
                    for i in range(1000))
     requests = [{"name": "app%d" % i, "description": "d%d" % i if i % 10 else "new"} for i in range(1000)]
-    new, changed, _ = apply_profiles(text, requests)
+    new, changed, dummy = apply_profiles(text, requests)
     assert len(changed) == 100
     assert lsb_read(new)["app10"]["DESCRIPTION"] == "new" and lsb_read(new)["app11"]["DESCRIPTION"] == "d11"
 
@@ -339,7 +339,7 @@ def test_render_of_parse_is_identity(case):
 def test_edit_then_reparse_finds_the_edit_and_keeps_other_profiles(case, name, words, key):
     text, names = case
     value = " ".join(words)
-    new, changed, _ = apply_profiles(text, [{"name": name, "parameters": {key: value}}])
+    new, changed, dummy = apply_profiles(text, [{"name": name, "parameters": {key: value}}])
     doc = ApplicationsFile(new)
     if "\r\n" in text:  # new lines use the file's own line ending
         assert new.count("\n") == new.count("\r\n")
@@ -350,7 +350,7 @@ def test_edit_then_reparse_finds_the_edit_and_keeps_other_profiles(case, name, w
         if other != name:
             assert lsb_read(new)[other] == lsb_read(text)[other]
             assert before.profile(other).value(key) == doc.profile(other).value(key)
-    again, changed_again, _ = apply_profiles(new, [{"name": name, "parameters": {key: value}}])
+    again, changed_again, dummy = apply_profiles(new, [{"name": name, "parameters": {key: value}}])
     assert (again, changed_again) == (new, [])
 
 
@@ -359,7 +359,7 @@ container_specs = st.builds(
     ContainerSpec, st.sampled_from(["docker", "nvidia-docker", "singularity"]),
     image=st.one_of(st.none(), _path),
     options=st.lists(st.one_of(_path.map(lambda p: "--" + p), _path.map(lambda p: "-v " + p).map(str.split)
-                               .map(lambda pair: " ".join(pair))), max_size=12)
+                               .map(" ".join)), max_size=12)
     .map(lambda items: " ".join(items).split()),
     options_scripts=st.lists(_path, max_size=2),
     clauses=st.lists(st.tuples(st.just("starter"), _path), max_size=1))
@@ -368,9 +368,9 @@ container_specs = st.builds(
 @settings(max_examples=150, deadline=None)
 @given(applications_texts(), st.sampled_from(["app0", "app2", "new"]), container_specs)
 def test_container_set_in_any_file_reads_back_as_the_same_structure(case, name, spec):
-    text, _ = case
+    text, dummy = case
     request = {"name": name, "container": spec.to_dict()}
-    new, changed, _ = apply_profiles(text, [request])
+    new, changed, dummy = apply_profiles(text, [request])
     assert parse_container(lsb_read(new)[name]["CONTAINER"]) == spec
     assert "#" not in lsb_read(new)[name]["CONTAINER"]
     assert apply_profiles(new, [request])[:2] == (new, [])

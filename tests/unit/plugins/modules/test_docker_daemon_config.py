@@ -176,7 +176,7 @@ def test_validate_auto_with_the_installed_dockerd(tmp_path, capsys):
     """Against the real engine: Docker 23+ validates, older engines (Debian 12's
     docker.io 20.10) are probed, skipped and say so."""
     dockerd = shutil.which("dockerd")
-    supports = "--validate" in subprocess.run([dockerd, "--help"], capture_output=True, text=True).stdout
+    supports = "--validate" in subprocess.run([dockerd, "--help"], capture_output=True, text=True, check=False).stdout
     path = tmp_path / "daemon.json"
     res = run(capsys, path=str(path), settings={"live-restore": True}, validate="auto", dockerd_path=dockerd)
     assert res["changed"] is True and json.loads(path.read_text()) == {"live-restore": True}
