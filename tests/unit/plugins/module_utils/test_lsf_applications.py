@@ -97,7 +97,7 @@ def test_changing_the_image_touches_only_the_container_lines():
 
 def test_new_entry_follows_the_profile_style_and_comment_is_kept():
     new, changed, dummy = apply_profiles(MIXED, [{"name": "default", "description": "Changed",
-                                              "parameters": {"RUNLIMIT": 60}}])
+                                                  "parameters": {"RUNLIMIT": 60}}])
     assert changed == ["default"]
     lines = new.splitlines()
     assert lines[7] == "DESCRIPTION  = Changed   # shown by bapp"
@@ -108,7 +108,7 @@ def test_new_entry_follows_the_profile_style_and_comment_is_kept():
 
 def test_new_profile_goes_after_the_last_profile_before_trailing_comments():
     new, changed, dummy = apply_profiles(MIXED, [{"name": "gpu", "description": "GPU jobs",
-                                              "parameters": {"GPU_REQ": "num=1:mode=exclusive_process"}}])
+                                                  "parameters": {"GPU_REQ": "num=1:mode=exclusive_process"}}])
     assert changed == ["gpu"]
     assert new.startswith(MIXED.split("#Begin Application")[0])
     assert new.endswith("\n#Begin Application\n#NAME         = example\n#DESCRIPTION  = Example profile\n"
@@ -128,7 +128,7 @@ def test_new_profile_in_an_indented_file_is_indented_like_it():
 
 def test_removal_and_removal_of_the_missing():
     new, changed, dummy = apply_profiles(MIXED, [{"name": "default", "state": "absent"},
-                                             {"name": "nothere", "state": "absent"}])
+                                                 {"name": "nothere", "state": "absent"}])
     assert changed == ["default"]
     assert "NAME         = default" not in new
     assert new.startswith("#\n# lsb.applications: application profiles\n#\n#INCLUDE \"/shared/lsf/lsb.applications."
@@ -138,7 +138,7 @@ def test_removal_and_removal_of_the_missing():
 
 def test_remove_last_and_add_new_in_one_pass():
     new, changed, dummy = apply_profiles(MIXED, [{"name": "dockerapp", "state": "absent"},
-                                             {"name": "gpu", "description": "g"}])
+                                                 {"name": "gpu", "description": "g"}])
     assert changed == ["dockerapp", "gpu"]
     assert set(lsb_read(new)) == {"default", "gpu"}
     assert new.endswith("End Application\n\n#Begin Application\n#NAME         = example\n"
