@@ -639,7 +639,7 @@ def render(opts, info, load_before, load_after, hosts, fresh, state_cmp, sums, t
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--runs", type=int, default=5, help="drift reruns of each kind (default 5)")
     parser.add_argument("--gpu-nodes", type=int, default=2, help="GPU nodes besides head (default 2)")
     parser.add_argument("--forks", type=int, default=5)
