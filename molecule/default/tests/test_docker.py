@@ -199,7 +199,8 @@ def _ansible_playbook():
 
 
 def _run_playbook(playbook, *args):
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_NOCOLOR="1")
+    # No extra callbacks (molecule enables profile_tasks): stdout must be the JSON report alone.
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACKS_ENABLED="")
     proc = subprocess.run(
         [_ansible_playbook(), "-i", INVENTORY, "--limit", ",".join(_runtime_nodes()), str(playbook), *args],
         env=env,
