@@ -86,15 +86,17 @@ def test_stub_log_records_calls_of_any_user(host):
 def test_ckconfig_fail_switch(host):
     """The fail switch makes ckconfig fail like LSF; removing it restores success."""
     switch = "/etc/lsf-stub/fail-ckconfig"
+    # A log of its own: the converge's log must show only the calls the roles made.
+    selftest = "LSF_STUB_LOG_DIR=/tmp/lsf-stub-selftest "
     host.run("printf '%%s\\n' %s > %s", "lsf.shared(99): Syntax error (test switch)", switch)
     try:
-        failed = login_shell(host, "lsadmin ckconfig -v")
+        failed = login_shell(host, selftest + "lsadmin ckconfig -v")
         assert failed.rc != 0
         assert "lsf.shared(99): Syntax error (test switch)" in failed.stdout
         assert "fatal errors" in failed.stdout
     finally:
         host.run("rm -f %s", switch)
-    ok = login_shell(host, "badmin ckconfig -v")
+    ok = login_shell(host, selftest + "badmin ckconfig -v")
     assert ok.rc == 0 and "No errors found." in ok.stdout
 
 

@@ -199,8 +199,7 @@ def _ansible_playbook():
 
 
 def _run_playbook(playbook, *args):
-    # No extra callbacks (molecule enables profile_tasks): stdout must be the JSON report alone.
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACKS_ENABLED="")
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_NOCOLOR="1")
     proc = subprocess.run(
         [_ansible_playbook(), "-i", INVENTORY, "--limit", ",".join(_runtime_nodes()), str(playbook), *args],
         env=env,
@@ -209,7 +208,11 @@ def _run_playbook(playbook, *args):
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return json.loads(proc.stdout)
+    # Molecule's ansible.cfg enables profile_tasks, which prints timing lines
+    # around the JSON report: decode from the report's first line on.
+    start = proc.stdout.find("{\n")
+    report, dummy = json.JSONDecoder().raw_decode(proc.stdout[start:])
+    return report
 
 
 def _task_results(report, task_name):
