@@ -24,6 +24,9 @@ description:
   - Restarting Docker is left to the caller; RV(restart_required) says when it is needed.
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
+extends_documentation_fragment:
+  - hpc.gpu_containers.file_edit
+  - hpc.gpu_containers.file_edit.attributes
 options:
   path:
     description:
@@ -68,18 +71,7 @@ options:
       - When V(false) and the directory is missing, the module fails.
     type: bool
     default: false
-  backup:
-    description:
-      - Keep a time-stamped copy of the file before changing it.
-    type: bool
-    default: false
 attributes:
-  check_mode:
-    support: full
-    description: Predicts the exact change and writes nothing.
-  diff_mode:
-    support: full
-    description: Shows the file before and after.
   platform:
     support: full
     platforms: posix

@@ -22,6 +22,9 @@ description:
 version_added: 0.1.0
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
+extends_documentation_fragment:
+  - hpc.gpu_containers.file_edit
+  - hpc.gpu_containers.file_edit.attributes
 options:
   path:
     description:
@@ -37,18 +40,7 @@ options:
         (and the result double-quoted).
     type: dict
     required: true
-  backup:
-    description:
-      - Keep a timestamped copy of the file before changing it.
-    type: bool
-    default: false
 attributes:
-  check_mode:
-    support: full
-    description: Predicts the exact change and writes nothing.
-  diff_mode:
-    support: full
-    description: Shows the file before and after.
   platform:
     support: full
     platforms: posix

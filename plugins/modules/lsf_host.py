@@ -26,6 +26,9 @@ description:
 version_added: 0.1.0
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
+extends_documentation_fragment:
+  - hpc.gpu_containers.file_edit
+  - hpc.gpu_containers.file_edit.attributes
 options:
   path:
     description:
@@ -69,18 +72,7 @@ options:
       - C(server) of rows added by O(create_missing), C(1) server host, C(0) client. Defaults to C(1).
     type: int
     choices: [0, 1]
-  backup:
-    description:
-      - Keep a timestamped copy of the file before changing it.
-    type: bool
-    default: false
 attributes:
-  check_mode:
-    support: full
-    description: Predicts the exact change and writes nothing.
-  diff_mode:
-    support: full
-    description: Shows the file before and after.
   platform:
     support: full
     platforms: posix

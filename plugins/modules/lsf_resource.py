@@ -24,6 +24,9 @@ description:
 version_added: 0.1.0
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
+extends_documentation_fragment:
+  - hpc.gpu_containers.file_edit
+  - hpc.gpu_containers.file_edit.attributes
 options:
   path:
     description:
@@ -68,18 +71,7 @@ options:
       - The C(DESCRIPTION) column, written in parentheses. Required when the row is new.
       - Must not contain parentheses or C(#).
     type: str
-  backup:
-    description:
-      - Keep a timestamped copy of the file before changing it.
-    type: bool
-    default: false
 attributes:
-  check_mode:
-    support: full
-    description: Predicts the exact change and writes nothing.
-  diff_mode:
-    support: full
-    description: Shows the file before and after.
   platform:
     support: full
     platforms: posix
