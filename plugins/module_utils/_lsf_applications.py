@@ -407,6 +407,18 @@ class ApplicationsFile:
                 new[-1] = new[-1] + gap + line.comment
             line_eol = lines[line.end - 1][len(lines[line.end - 1].rstrip("\r\n")):] or eol
             self.doc.replace_lines(line.start, line.end, [text + line_eol for text in new])
+        if request.get("exclusive"):
+            named = set(key for key, _value in wanted)
+            for entry in list(section.entries):
+                if entry.key.upper() in named:
+                    continue
+                if profile.is_conditional(entry):
+                    self.warnings.append("line %d: %s of profile %s is set under #if (time-based "
+                                         "configuration); kept although the profile is exclusive"
+                                         % (entry.lineno, entry.key, name))
+                    continue
+                self.doc.delete_entry(entry)
+                changed = True
         if additions:
             # after the last entry, unless that would put the new ones inside an #if block
             index = section.end.start if profile.has_conditionals else section.insert_index
@@ -441,7 +453,8 @@ def apply_profiles(text, requests):
     """Apply profile requests to lsb.applications text.
 
     Each request: ``name``, ``state`` (present/absent, default present),
-    ``description``, ``container``, ``exec_driver``, ``parameters``.  Returns
+    ``description``, ``container``, ``exec_driver``, ``parameters`` and
+    ``exclusive`` (remove the profile's keys the request does not name).  Returns
     ``(new_text, changed_names, warnings)``; ``new_text == text`` when nothing
     changes.
     """

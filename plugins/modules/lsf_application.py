@@ -30,6 +30,7 @@ author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - hpc.gpu_containers.file_edit
 attributes:
   check_mode:
     support: full
@@ -132,9 +133,18 @@ options:
       - Other C(KEY = value) entries of the profile (C(RES_REQ), C(GPU_REQ), C(RUNLIMIT)...). Keys are
         written in upper case and matched case-insensitively.
       - A V(null) value removes the key; V(true)/V(false) are written as C(Y)/C(N).
-      - Keys not named here are left as they are.
+      - Keys not named here are left as they are, unless O(exclusive=true).
     type: dict
     default: {}
+  exclusive:
+    description:
+      - Make the profile hold only the keys this task names (C(NAME), C(DESCRIPTION), C(CONTAINER),
+        C(EXEC_DRIVER) and the O(parameters)); any other key found in it is removed and shown in the diff.
+      - Use it when the task owns the whole profile, so that a key added by hand is reported as drift and
+        taken out. Keys set under C(#if) (time-based configuration) are kept with a warning.
+      - In O(profiles), an item's own C(exclusive) overrides this value.
+    type: bool
+    default: false
   profiles:
     description:
       - Many profiles in one task (one read, one write, one diff). Each item takes the options of the
@@ -163,15 +173,13 @@ options:
       parameters:
         description: Other entries, as O(parameters).
         type: dict
+      exclusive:
+        description: As O(exclusive), for this profile; the top-level O(exclusive) when omitted.
+        type: bool
   create:
     description:
       - Create the file when it does not exist. With V(false) a missing file is an error, except when
         every profile named is V(absent).
-    type: bool
-    default: false
-  backup:
-    description:
-      - Keep a timestamped copy of the file before changing it.
     type: bool
     default: false
 notes:
@@ -209,6 +217,8 @@ EXAMPLES = r"""
       monitor: /opt/lsf/10.1/linux3.10-glibc2.17-x86_64/etc/docker-monitor.py
     parameters:
       RES_REQ: select[docker]
+    # keys added to the profile by hand are drift: removed, and shown in --diff
+    exclusive: true
   notify: Reconfigure mbatchd
 
 - name: Many profiles in one pass; drop an old one
@@ -281,12 +291,14 @@ def _requests(params):
     """The profile requests in the model's form, from either parameter shape."""
     if params["profiles"] is None:
         items = [{key: params[key] for key in ("name", "state", "description", "container", "exec_driver",
-                                               "parameters")}]
+                                               "parameters", "exclusive")}]
     else:
         items = params["profiles"]
     requests = []
     for item in items:
         request = dict(item)
+        if request.get("exclusive") is None:
+            request["exclusive"] = params["exclusive"]
         container = request.get("container")
         if container is not None:
             # nested dicts of list items are not defaulted by AnsibleModule
@@ -312,6 +324,7 @@ def main():
             container=dict(type="dict", options=_CONTAINER_OPTIONS),
             exec_driver=dict(type="dict", options=_EXEC_DRIVER_OPTIONS),
             parameters=dict(type="dict", default={}),
+            exclusive=dict(type="bool", default=False),
             profiles=dict(type="list", elements="dict", options=dict(
                 name=dict(type="str", required=True),
                 state=dict(type="str", choices=["present", "absent"], default="present"),
@@ -319,6 +332,7 @@ def main():
                 container=dict(type="dict"),
                 exec_driver=dict(type="dict"),
                 parameters=dict(type="dict"),
+                exclusive=dict(type="bool"),
             )),
             create=dict(type="bool", default=False),
             backup=dict(type="bool", default=False),

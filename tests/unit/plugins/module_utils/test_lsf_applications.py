@@ -237,6 +237,28 @@ def test_time_based_values_are_not_edited_but_other_keys_are():
     assert new == TIMED.replace("#endif\n", "#endif\nDESCRIPTION = d\n")
 
 
+EXTRA = ("Begin Application\nNAME        = a\nDESCRIPTION = d\nRUNLIMIT    = 10   # by hand\n"
+         "RES_REQ     = select[docker]\nEnd Application\n\nBegin Application\nNAME = b\nRUNLIMIT = 5\n"
+         "End Application\n")
+
+
+def test_exclusive_removes_only_the_keys_the_request_does_not_name():
+    request = {"name": "a", "description": "d", "parameters": {"RES_REQ": "select[docker]"}}
+    # not exclusive: the extra key is no change
+    assert apply_profiles(EXTRA, [request])[1] == []
+    new, changed, dummy = apply_profiles(EXTRA, [dict(request, exclusive=True)])
+    assert changed == ["a"]
+    # only the RUNLIMIT line of profile a goes; profile b keeps its own RUNLIMIT
+    assert new == EXTRA.replace("RUNLIMIT    = 10   # by hand\n", "")
+    assert apply_profiles(new, [dict(request, exclusive=True)])[1] == []
+
+
+def test_exclusive_keeps_time_based_keys_with_a_warning():
+    new, changed, warnings = apply_profiles(TIMED, [{"name": "a", "exclusive": True}])
+    assert changed == [] and new == TIMED
+    assert any("line 4" in w and "RUNLIMIT" in w and "exclusive" in w for w in warnings)
+
+
 def test_duplicate_profile_cannot_be_edited():
     text = "Begin Application\nNAME = a\nEnd Application\nBegin Application\nNAME = a\nEnd Application\n"
     assert "profile a is also defined on line 1" in ApplicationsFile(text).warnings[0]

@@ -76,6 +76,26 @@ def test_profiles_list_and_absent_in_one_pass(mixed, capsys):
     assert res["changed"] is False
 
 
+def test_exclusive_reports_a_hand_added_key_as_drift_and_removes_it(mixed, capsys):
+    run(capsys, path=str(mixed), **GPU_PROFILE)
+    clean = mixed.read_text()
+    # a key added by hand to the gpu profile, before its End line
+    head, tail = clean.split("= gpu\n", 1)
+    body, rest = tail.split("\nEnd Application\n", 1)
+    mixed.write_text(head + "= gpu\n" + body + "\nMAX_JOBS = 4\nEnd Application\n" + rest)
+    hand_edited = mixed.read_bytes()
+    # without exclusive the hand-added key is left alone
+    assert run(capsys, check=True, path=str(mixed), **GPU_PROFILE)["changed"] is False
+    predicted = run(capsys, check=True, diff=True, path=str(mixed), exclusive=True, **GPU_PROFILE)
+    assert mixed.read_bytes() == hand_edited
+    assert predicted["changed_profiles"] == ["gpu"]
+    assert predicted["diff"]["after"] == clean
+    # the item's own exclusive in the profiles form does the same
+    real = run(capsys, path=str(mixed), profiles=[dict(GPU_PROFILE, exclusive=True)])
+    assert real["changed"] is True and mixed.read_text() == clean
+    assert run(capsys, path=str(mixed), exclusive=True, **GPU_PROFILE)["changed"] is False
+
+
 def test_opaque_container_warns_with_path_and_line(tmp_path, capsys):
     path = tmp_path / "lsb.applications"
     shutil.copyfile(POWERAI, path)
