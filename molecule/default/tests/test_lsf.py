@@ -12,8 +12,10 @@ collection's models, and compared by meaning (sections, keys, tokens), not
 by layout. The recording LSF stubs show the validation and reload calls.
 
 Expectations assume the scenario's test sequence (molecule test): one
-converge, then idempotence and the --check drift run, which must add no LSF
-calls.
+converge, then idempotence, which must add no LSF calls. The side_effect step
+(drift.yml) checks the calls of each of its own runs and then moves them to
+side-effect-calls.jsonl next to the stub log, so the log read here holds what
+converge and idempotence called.
 """
 from __future__ import annotations
 
@@ -332,7 +334,7 @@ def test_ckconfig_then_each_needed_reload_once(stub_calls):
     # Both checks first, then the reloads: lsf.conf, lsf.shared and lsf.cluster
     # changed, so LIM is reconfigured and (IBM, for lsf.shared/lsf.cluster)
     # mbatchd restarted, which re-reads lsb.applications too: no separate
-    # "badmin reconfig". Each once; idempotence and the --check drift run add none.
+    # "badmin reconfig". Each once; idempotence adds none.
     assert calls == [
         ("lsadmin", ["ckconfig", "-v"]),
         ("badmin", ["ckconfig", "-v"]),
