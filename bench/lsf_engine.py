@@ -10,7 +10,7 @@ Cases:
   comment every 100 rows, some tab-separated rows): parse+render without edit,
   ``docker`` added to one host, ``docker`` added to every host;
 * lsb.applications with 1k profiles: one profile's CONTAINER changed
-  (engineer-B model ``_lsf_applications.apply_profiles``), when present.
+  (``_lsf_applications.apply_profiles``).
 
 Each case runs N times; the median and the min are reported, with the growth
 factor against the next smaller size (target: 10x hosts <= 11x time, and
