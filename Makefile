@@ -16,7 +16,8 @@ VENV_STAMP := $(VENV)/.requirements-dev.stamp
 # Tools run with the venv first on PATH (ansible-lint and molecule call
 # ansible-playbook; molecule installs this collection into $VIRTUAL_ENV/.ansible).
 WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
-MOLECULE_SCENARIO ?= default
+# In this order: default first, then the registry's explicit insecure mode and bad inputs.
+MOLECULE_SCENARIOS ?= default registry_insecure
 
 # $(call timed,<label>,<command>): run a command and report its wall time.
 define timed
@@ -58,10 +59,12 @@ units: venv ## ansible-test units --venv --python 3.11 on a copy of the working 
 image: ## Build the test-bed node image from Debian packages (tools/node-image.sh)
 	@$(call timed,image,tools/node-image.sh)
 
-molecule: venv ## molecule test (default scenario) when a Docker engine answers
+molecule: venv ## molecule test, each of MOLECULE_SCENARIOS in turn, when a Docker engine answers
 	@if docker info >/dev/null 2>&1; then \
 	    $(MAKE) --no-print-directory image && \
-	    { $(call timed,molecule,$(WITH_VENV) molecule test -s $(MOLECULE_SCENARIO)); }; \
+	    for scenario in $(MOLECULE_SCENARIOS); do \
+	        { $(call timed,molecule $$scenario,$(WITH_VENV) molecule test -s $$scenario); }; \
+	    done; \
 	else \
 	    printf '%s\n' \
 	      '##################################################################' \
