@@ -10,12 +10,26 @@ into its ``exit_json`` arguments.  A :class:`FileEditError` becomes
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import (
     FileEditError,
     edit_file,
 )
 
-__all__ = ["result_dict", "run_edit"]
+__all__ = ["model_errors", "result_dict", "run_edit"]
+
+
+@contextmanager
+def model_errors(path, syntax_error):
+    """Inside a ``compute`` callback: the model's ``syntax_error`` (which carries ``msg`` and ``line``)
+    and its ``ValueError`` become the :class:`FileEditError` that names ``path`` (and the line)."""
+    try:
+        yield
+    except syntax_error as err:
+        raise FileEditError(err.msg, path=path, line=err.line)
+    except ValueError as err:
+        raise FileEditError(str(err), path=path)
 
 
 def result_dict(module, result):

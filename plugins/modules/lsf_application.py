@@ -264,13 +264,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_applications import (
     ApplicationsFile,
     LsfSyntaxError,
     apply_profiles,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
 
 _CONTAINER_OPTIONS = dict(
     runtime=dict(type="str", default="docker"),
@@ -352,13 +351,9 @@ def main():
         module.exit_json(changed=False, **outcome)  # nothing to remove from a file that is not there
 
     def compute(text):
-        try:
+        with model_errors(path, LsfSyntaxError):
             new_text, changed, warnings = apply_profiles(text or "", requests)
             outcome["profiles"] = ApplicationsFile(new_text).names() if changed else None
-        except LsfSyntaxError as exc:
-            raise FileEditError(exc.msg, path=path, line=exc.line)
-        except ValueError as exc:
-            raise FileEditError(str(exc), path=path)
         outcome["changed_profiles"] = changed
         if outcome["profiles"] is None:
             outcome["profiles"] = ApplicationsFile(text or "").names()

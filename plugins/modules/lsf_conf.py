@@ -88,14 +88,13 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_conf import (
     LsfSyntaxError,
     check_value,
     get_keys,
     set_keys,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
 
 
 def normalize(name, value):
@@ -135,12 +134,8 @@ def main():
     outcome = {}
 
     def compute(text):
-        try:
+        with model_errors(path, LsfSyntaxError):
             new_text, changed_keys, warnings = set_keys(text, settings)
-        except LsfSyntaxError as err:
-            raise FileEditError(err.msg, path=path, line=err.line)
-        except ValueError as err:
-            raise FileEditError(str(err), path=path)
         outcome["changed_keys"] = changed_keys
         effective = get_keys(new_text)
         outcome["settings"] = {name: effective.get(name) for name in settings}

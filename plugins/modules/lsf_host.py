@@ -120,14 +120,13 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (
     LsfSyntaxError,
     check_host_name,
     check_host_resource,
     edit_hosts,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
 
 
 def main():
@@ -164,15 +163,11 @@ def main():
     outcome = {}
 
     def compute(text):
-        try:
+        with model_errors(path, LsfSyntaxError):
             new_text, changed, created, warnings = edit_hosts(
                 text, "all" if every else hosts, p["resources"], state=p["state"],
                 create_missing=p["create_missing"], model=p["model"], host_type=p["type"],
                 server=p["server"])
-        except LsfSyntaxError as err:
-            raise FileEditError(err.msg, path=path, line=err.line)
-        except ValueError as err:
-            raise FileEditError(str(err), path=path)
         outcome["changed_hosts"] = changed
         outcome["created_hosts"] = created
         return new_text, warnings

@@ -119,13 +119,12 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (
     LsfSyntaxError,
     resource_request,
     edit_resource,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
 
 SPEC_KEYS = ("type", "interval", "increasing", "consumable", "release", "description")
 
@@ -159,12 +158,8 @@ def main():
     outcome = {}
 
     def compute(text):
-        try:
+        with model_errors(path, LsfSyntaxError):
             new_text, row, warnings = edit_resource(text, name, state=state, **spec)
-        except LsfSyntaxError as err:
-            raise FileEditError(err.msg, path=path, line=err.line)
-        except ValueError as err:
-            raise FileEditError(str(err), path=path)
         outcome["resource"] = row
         return new_text, warnings
 
