@@ -18,6 +18,11 @@ the host GPUs that were requested (``all``, indices, or UUIDs) from the host's
 ``gpu_facts`` and compares: GPUs by UUID (indices restart at 0 inside a
 container, so they are never compared), their PCI bus ids and minor numbers,
 the driver version, the number of attached GPUs, and the CPU architecture.
+
+The same report can come back through LSF: :func:`bsub_argv` builds the
+interactive submission (``bsub -app <profile> -I -m <host> /verify``) that
+lands in the profile's container, and :func:`parse_bsub_job_id` reads the job
+id from what ``bsub`` prints before the job's own output.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import xml.etree.ElementTree as ET
 __all__ = [
     "VerifyError", "normalize_arch", "go_arch", "parse_verify_output", "parse_nvidia_smi_xml",
     "normalize_bus_id", "host_gpus", "select_gpus", "image_arch_problem", "exec_format_problem",
-    "compare",
+    "compare", "bsub_argv", "parse_bsub_job_id",
 ]
 
 SMI_BEGIN = "--- nvidia-smi -q -x ---"
@@ -361,3 +366,30 @@ def summarize_benchmark(host_times, container_times):
     if host["median"] and container["median"] is not None:
         ratio = round(container["median"] / host["median"], 3)
     return {"host": host, "container": container, "ratio": ratio}
+
+
+# What bsub prints on submission: "Job <1234> is submitted to default queue <normal>."
+_BSUB_JOB_RE = re.compile(r"^Job <(\d+)> is submitted to ", re.MULTILINE)
+
+
+def bsub_argv(app, host, command, user=None, profile=None, as_root=False):
+    """argv that submits ``command`` as an interactive job of LSF application profile ``app`` on ``host``.
+
+    ``bsub -I`` holds the submitting process until the job ends and relays the job's
+    output, so the report comes back on stdout. The submission runs in a login shell
+    (``sh -l``: /etc/profile.d puts LSF on the PATH on LSF hosts), after sourcing
+    ``profile`` (profile.lsf) when one is given. Root does not submit jobs (LSF refuses
+    root jobs unless LSF_ROOT_USER=Y): when called as root, ``user`` submits, through
+    ``runuser``.
+    """
+    script = 'profile=$1; shift; if [ -n "$profile" ]; then . "$profile" || exit 127; fi; exec bsub "$@"'
+    argv = ["/bin/sh", "-lc", script, "sh", profile or "", "-app", app, "-I", "-m", host] + list(command)
+    if as_root and user and user != "root":
+        argv = ["runuser", "-u", user, "--"] + argv
+    return argv
+
+
+def parse_bsub_job_id(text):
+    """The job id ``bsub`` reported, or None when it did not submit."""
+    match = _BSUB_JOB_RE.search(text or "")
+    return int(match.group(1)) if match else None

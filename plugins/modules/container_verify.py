@@ -21,6 +21,10 @@ description:
     by UUID because indices restart at 0 inside a container.
   - The image must run C(/verify) (or O(command)) printing the report the collection's verification image
     prints (see the P(hpc.gpu_containers.container_verify#role) role).
+  - Through LSF. With O(lsf), the same report is also produced by an LSF job. C(bsub -app <profile> -I -m <node>
+    /verify), submitted on the node, lands in the container the application profile describes, and its output
+    is compared with the host the same way (all of the node's GPUs are expected, as the profiles hand them all).
+    RV(passed) is then the verdict of both runs.
   - Never changes anything on the host (the container is always removed), so RV(ignore:changed) is always
     V(false). An explicit pull (O(pull)) only fetches what the registry already holds.
 author:
@@ -120,6 +124,39 @@ options:
       - Extra labels for the verification container (it always carries C(hpc.gpu_containers.verify=true)).
     type: dict
     default: {}
+  lsf:
+    description:
+      - Also run the verification as an interactive LSF job through an application profile (see the description).
+      - The profile's image must print the verification report, as the collection's verification image does.
+    type: dict
+    suboptions:
+      app:
+        description: The LSF application profile (C(bsub -app)), for example V(powerai).
+        type: str
+        required: true
+      user:
+        description:
+          - The user who submits the job when the module runs as root (LSF refuses jobs from root unless
+            C(LSF_ROOT_USER=Y)); the user must be able to run Docker jobs.
+        type: str
+        default: lsfadmin
+      host:
+        description: The LSF host name of this node (C(bsub -m)); this node's short host name when omitted.
+        type: str
+      profile:
+        description:
+          - C(profile.lsf) to source before C(bsub). Without it the login environment (C(/etc/profile.d)) must
+            put LSF on the C(PATH).
+        type: path
+      command:
+        description: The job's command inside the profile's container.
+        type: list
+        elements: str
+        default: [/verify]
+      timeout:
+        description: Seconds to wait for the job to finish; the verification fails after that.
+        type: int
+        default: 300
 notes:
   - The container runs with networking disabled, without C(privileged), and is removed in every case.
 seealso:
@@ -209,10 +246,30 @@ output:
   returned: when the container ran
   type: str
   sample: "hpc-verify: 1\narch=x86_64\nnvidia_smi=absent\n"
+lsf:
+  description:
+    - The run through LSF (O(lsf)) - the submission, the job id C(bsub) printed, its verdict and reasons (also
+      listed in RV(reasons) with the prefix C(LSF:)), architecture and GPUs as in RV(architecture) and
+      RV(gpus), and its wall time from submission to the job's end.
+  returned: when O(lsf) is set, not in check mode
+  type: dict
+  sample:
+    app: powerai
+    host: gpu01
+    job_id: 1204
+    exit_code: 0
+    passed: true
+    reasons: []
+    architecture: {"node": "x86_64", "container": "x86_64"}
+    gpus: {"requested": [], "host": 0, "container": 0, "container_gpus": [], "host_driver_version": null,
+           "container_driver_version": null}
+    timings: {"total": 1.84}
+    output: "Job <1204> is submitted to default queue <interactive>.\n<<Waiting for dispatch ...>>\n..."
 """
 
 import io
 import os
+import socket
 import subprocess
 import tarfile
 import time
@@ -224,10 +281,12 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import (
     VerifyError,
     benchmark_script,
+    bsub_argv,
     compare,
     exec_format_problem,
     host_gpus,
     image_arch_problem,
+    parse_bsub_job_id,
     parse_times,
     parse_verify_output,
     select_gpus,
@@ -394,6 +453,36 @@ class Verifier:
             host.extend(parse_times(proc.stderr))
         return summarize_benchmark(host, inside)
 
+    def run_lsf(self, node_machine, gpus, facts):
+        """The same report through an interactive LSF job of the profile ``lsf.app`` on this node."""
+        lsf = self.params["lsf"]
+        host = lsf["host"] or socket.gethostname().split(".")[0]
+        argv = bsub_argv(lsf["app"], host, lsf["command"], lsf["user"], lsf["profile"], os.geteuid() == 0)
+        result = {"app": lsf["app"], "host": host, "job_id": None, "exit_code": None, "passed": False,
+                  "reasons": [], "timings": {"total": None}, "output": ""}
+        began = time.monotonic()
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=lsf["timeout"], check=False)
+        except subprocess.TimeoutExpired:
+            result["reasons"] = ["the job did not finish within %d s (bsub -app %s -I -m %s)"
+                                 % (lsf["timeout"], lsf["app"], host)]
+            return result
+        except OSError as exc:
+            raise VerifyFailed("LSF: cannot run %s: %s" % (argv[0], exc))
+        result["timings"]["total"] = _round(time.monotonic() - began)
+        result.update(exit_code=proc.returncode, output=proc.stdout, job_id=parse_bsub_job_id(proc.stdout))
+        if result["job_id"] is None:
+            result["reasons"] = ["bsub -app %s did not submit the job (exit code %d): %s"
+                                 % (lsf["app"], proc.returncode, (proc.stderr.strip() or proc.stdout.strip())[-500:])]
+            return result
+        problems, details = compare(node_machine, parse_verify_output(proc.stdout), gpus, facts,
+                                    expect_gpus=bool(gpus))
+        if proc.returncode != 0:
+            problems.insert(0, "the job exited with %d: %s" % (proc.returncode, proc.stderr.strip()[-500:]))
+        result.update(passed=not problems, reasons=problems, architecture=details["architecture"],
+                      gpus=details["gpus"])
+        return result
+
     def _create_hint(self, exc):
         text = str(getattr(exc, "explanation", None) or exc)
         access = self.access
@@ -434,13 +523,25 @@ class Verifier:
             return result
 
         began = time.monotonic()
+        self.run_docker(result, node_machine, selected, all_requested, facts)
+        self.timings["total"] = time.monotonic() - began
+        result["timings"] = {k: _round(v) for k, v in self.timings.items()}
+        if params["lsf"]:
+            result["lsf"] = self.run_lsf(node_machine, gpus, facts)
+            result["reasons"] = result["reasons"] + ["LSF: %s" % reason for reason in result["lsf"]["reasons"]]
+            result["passed"] = result["passed"] and result["lsf"]["passed"]
+        return result
+
+    def run_docker(self, result, node_machine, selected, all_requested, facts):
+        """The verification container through the Docker SDK; fills in ``result``."""
+        params = self.params
         image = self.get_image()
         image_arch = image.attrs.get("Architecture")
         result["image"].update(id=image.id, architecture=image_arch)
         problem = image_arch_problem(params["image"], image_arch, node_machine)
         if problem:
             result.update(passed=False, reasons=[problem])
-            return self._finish(result, began)
+            return
 
         exit_code, out, err = self.run_container(
             image, container_gpu_options(self.access, selected, params["runtime"], all_requested))
@@ -448,7 +549,7 @@ class Verifier:
         problem = exec_format_problem(out + "\n" + err, params["image"], node_machine)
         if problem:
             result.update(passed=False, reasons=[problem])
-            return self._finish(result, began)
+            return
 
         report = parse_verify_output(out)
         problems, details = compare(node_machine, report, selected, facts, expect_gpus=self.access != "none")
@@ -459,12 +560,6 @@ class Verifier:
         result["architecture"] = details["architecture"]
         result["gpus"] = details["gpus"]
         result.update(passed=not problems, reasons=problems)
-        return self._finish(result, began)
-
-    def _finish(self, result, began):
-        self.timings["total"] = time.monotonic() - began
-        result["timings"] = {k: _round(v) for k, v in self.timings.items()}
-        return result
 
 
 def main():
@@ -484,6 +579,14 @@ def main():
             benchmark=dict(type="int", default=0),
             benchmark_loops=dict(type="int", default=300000),
             labels=dict(type="dict", default={}),
+            lsf=dict(type="dict", options=dict(
+                app=dict(type="str", required=True),
+                user=dict(type="str", default="lsfadmin"),
+                host=dict(type="str"),
+                profile=dict(type="path"),
+                command=dict(type="list", elements="str", default=["/verify"]),
+                timeout=dict(type="int", default=300),
+            )),
         ),
         supports_check_mode=True,
     )

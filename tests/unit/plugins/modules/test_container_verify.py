@@ -246,3 +246,86 @@ def test_benchmark_same_loop_host_and_container(run):
     assert "seq 3" in client.bench_command[-1] and "-lt 1000 ]" in client.bench_command[-1]
     assert "get_archive:/bin/busybox" in client.calls
     assert client.calls.count("remove") == 2
+
+
+# --- the same verification through LSF: a recording bsub at the process boundary ---------------------
+
+BSUB = """#!/bin/sh
+# recording stand-in for bsub: logs its argv, prints the submission line, then the job output
+printf '%s\\n' "$@" > "$BSUB_LOG"
+[ -n "$BSUB_REFUSE" ] && { echo "$BSUB_REFUSE" >&2; exit 255; }
+echo "Job <4711> is submitted to default queue <interactive>."
+echo "<<Waiting for dispatch ...>>"
+echo "<<Starting on $(hostname)>>"
+[ -n "$BSUB_SLEEP" ] && sleep "$BSUB_SLEEP"
+printf '%b' "$BSUB_JOB_OUTPUT"
+exit "${BSUB_JOB_RC:-0}"
+"""
+
+
+@pytest.fixture
+def lsf(tmp_path, monkeypatch):
+    """A profile.lsf that puts the recording bsub first on the PATH; returns (lsf option, log path)."""
+    bindir = tmp_path / "lsfbin"
+    bindir.mkdir()
+    (bindir / "bsub").write_text(BSUB)
+    (bindir / "bsub").chmod(0o755)
+    profile = tmp_path / "profile.lsf"
+    profile.write_text('PATH="%s:$PATH"; export PATH\n' % bindir)
+    log = tmp_path / "bsub.log"
+    monkeypatch.setenv("BSUB_LOG", str(log))
+    monkeypatch.setenv("BSUB_JOB_OUTPUT", CPU_OUTPUT)
+    # user root: the module submits directly instead of through runuser (the test runner has no lsfadmin)
+    return {"app": "powerai", "user": os.environ.get("USER", "root") if os.geteuid() else "root",
+            "host": "gpu01", "profile": str(profile)}, log
+
+
+def test_lsf_job_gives_the_same_verdict_and_its_submission(run, lsf):
+    option, log = lsf
+    res = run(FakeClient(), image="r:5000/hpc/verify:1", lsf=option)
+    assert res["_rc"] == 0 and res["passed"] is True, res
+    assert log.read_text().splitlines() == ["-app", "powerai", "-I", "-m", "gpu01", "/verify"]
+    job = res["lsf"]
+    assert job["job_id"] == 4711 and job["passed"] is True and job["exit_code"] == 0
+    assert job["architecture"] == {"node": MACHINE, "container": MACHINE}
+    assert job["timings"]["total"] is not None
+
+
+def test_lsf_job_that_misses_the_gpus_fails_the_node(run, lsf, monkeypatch):
+    option, dummy = lsf
+    # Docker sees the GPU; the LSF job's container does not (a profile without GPU access)
+    res = run(FakeClient(out=gpu_output()), image="r:5000/hpc/verify:1", gpu_facts=FACTS, lsf=option,
+              fail_on_mismatch=False)
+    assert res["passed"] is False and res["lsf"]["passed"] is False
+    assert res["reasons"] == ["LSF: GPUs: nvidia-smi is not available inside the container, so no GPU was passed "
+                              "in (check the NVIDIA runtime/CDI setup and gpu_access)"]
+    monkeypatch.setenv("BSUB_JOB_OUTPUT", gpu_output())
+    res = run(FakeClient(out=gpu_output()), image="r:5000/hpc/verify:1", gpu_facts=FACTS, lsf=option)
+    assert res["passed"] is True and res["lsf"]["gpus"]["container_gpus"][0]["uuid"] == UUID
+
+
+def test_lsf_refused_submission_and_failed_job_are_reasons(run, lsf, monkeypatch):
+    option, dummy = lsf
+    monkeypatch.setenv("BSUB_REFUSE", "powerai: No such application. Job not submitted.")
+    res = run(FakeClient(), image="r:5000/hpc/verify:1", lsf=option)
+    assert res["_rc"] == 1 and res["lsf"]["job_id"] is None
+    assert "LSF: bsub -app powerai did not submit the job (exit code 255): powerai: No such application" in res["msg"]
+    monkeypatch.delenv("BSUB_REFUSE")
+    monkeypatch.setenv("BSUB_JOB_RC", "3")
+    res = run(FakeClient(), image="r:5000/hpc/verify:1", lsf=option, fail_on_mismatch=False)
+    assert res["passed"] is False and res["lsf"]["exit_code"] == 3
+    assert res["reasons"][0].startswith("LSF: the job exited with 3")
+
+
+def test_lsf_job_past_its_timeout_fails(run, lsf, monkeypatch):
+    option, dummy = lsf
+    monkeypatch.setenv("BSUB_SLEEP", "5")
+    res = run(FakeClient(), image="r:5000/hpc/verify:1", lsf=dict(option, timeout=1), fail_on_mismatch=False)
+    assert res["passed"] is False
+    assert res["reasons"] == ["LSF: the job did not finish within 1 s (bsub -app powerai -I -m gpu01)"]
+
+
+def test_lsf_not_submitted_in_check_mode(run, lsf):
+    option, log = lsf
+    res = run(FakeClient(), image="r:5000/hpc/verify:1", lsf=option, _ansible_check_mode=True)
+    assert res["passed"] is None and "lsf" not in res and not log.exists()
