@@ -18,6 +18,8 @@ VENV_STAMP := $(VENV)/.requirements-dev.stamp
 WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
 # In this order: default first, then the registry's explicit insecure mode and bad inputs.
 MOLECULE_SCENARIOS ?= default registry_insecure
+# Named volumes the scenarios share between their nodes (the default scenario's LSF_TOP).
+MOLECULE_VOLUMES := hpc-gpu-molecule-lsf-top
 
 # $(call timed,<label>,<command>): run a command and report its wall time.
 define timed
@@ -65,6 +67,7 @@ molecule: venv ## molecule test, each of MOLECULE_SCENARIOS in turn, when a Dock
 	    for scenario in $(MOLECULE_SCENARIOS); do \
 	        { $(call timed,molecule $$scenario,$(WITH_VENV) molecule test -s $$scenario); }; \
 	    done; \
+	    docker volume rm $(MOLECULE_VOLUMES) >/dev/null 2>&1 || true; \
 	else \
 	    printf '%s\n' \
 	      '##################################################################' \

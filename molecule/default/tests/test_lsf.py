@@ -25,6 +25,7 @@ import re
 
 import pytest
 import testinfra.utils.ansible_runner
+import yaml
 
 INVENTORY = os.environ.get("MOLECULE_INVENTORY_FILE")
 if INVENTORY:
@@ -42,7 +43,11 @@ LSF_CLUSTER = CONFDIR + "/lsf.cluster." + CLUSTER
 LSB_APPLICATIONS = "%s/lsbatch/%s/configdir/lsb.applications" % (CONFDIR, CLUSTER)
 DOCKER_HOSTS = os.environ.get("LSF_DOCKER_HOSTS", "head gpu01 gpu02").split()
 REGISTRY = os.environ.get("REGISTRY_ADDRESS", "head:5000")
-IMAGE = REGISTRY + "/powerai/base:4.0.0"
+# the profiles run the verification image in the test bed (group_vars/all.yml: lsf_docker_image)
+IMAGE = REGISTRY + "/hpc/verify:1"
+# the runbook's memlock ulimit, at the value the test bed's engine allows (group_vars/all.yml)
+with open(os.path.join(HERE, "..", "group_vars", "all.yml"), encoding="utf-8") as handle:
+    MEMLOCK = int(yaml.safe_load(handle)["lsf_docker_memlock"])
 STUB_LOG = "/var/log/lsf-stub/calls.jsonl"
 
 
@@ -259,7 +264,7 @@ def test_powerai_profile_matches_the_runbook(host, read):
     assert spec["image"] == IMAGE
     options = spec["options"]
     for option in ("--ipc=host", "--network=host", "--rm",
-                   "--ulimit=memlock=819200000:819200000",
+                   "--ulimit=memlock=%d:%d" % (MEMLOCK, MEMLOCK),
                    "--volume=/etc/passwd:/etc/passwd:ro", "--volume=/etc/group:/etc/group:ro"):
         assert option in options, option
     # GPU access from facts, not a hard-coded device list: the GPU nodes have
