@@ -190,6 +190,8 @@ class Cluster:
         self.image = image
         self.nodes = ["head"] + ["gpu%02d" % i for i in range(1, gpu_nodes + 1)]
         self.inventory = STATE / label / "inventory"
+        # LSF_TOP shared by the nodes, as in the molecule scenario and on real clusters.
+        self.lsf_volume = "bench-%s-lsf-top" % label
 
     def container(self, node):
         return self.prefix + node
@@ -211,7 +213,7 @@ class Cluster:
                  "--network", self.network, "--network-alias", node, *caps,
                  "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
                  "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
-                 "-v", "/var/lib/docker",
+                 "-v", "/var/lib/docker", "-v", "%s:/usr/share/lsf" % self.lsf_volume,
                  "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
                  "--stop-signal", "SIGRTMIN+3", "--label", "hpc.gpu_containers.bench=drift",
                  self.image, "/lib/systemd/systemd"], stdout=subprocess.DEVNULL)
@@ -250,6 +252,8 @@ class Cluster:
         run(["docker", "rm", "-f", "-v", *names], check=False,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         run(["docker", "network", "rm", self.network], check=False,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run(["docker", "volume", "rm", self.lsf_volume], check=False,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def exec_out(self, node, *argv):
@@ -316,6 +320,7 @@ def playbook(env, inventory, name, args, label):
     run_env["ANSIBLE_CALLBACKS_ENABLED"] = "bench_timing" + (
         ",hpc.gpu_containers.drift_report" if "drift" in name else "")
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), *args, str(ROOT / name)]
+    # (ROOT / name is name itself when name is an absolute path)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.monotonic()
     with open(logs / ("%s.log" % label), "w") as out:
@@ -359,6 +364,39 @@ def per_task(records):
         runs, secs = out.setdefault(key, {}).get(rec["host"], (0, 0.0))
         out[key][rec["host"]] = (runs + module_runs(rec), secs + rec["duration"])
     return out
+
+
+# --------------------------------------------------------------------------
+# The floor: what one module execution costs, whatever the module does
+# --------------------------------------------------------------------------
+FLOOR_PLAYBOOK = """---
+- name: The cost of one module execution (bench/drift.py)
+  hosts: all
+  gather_facts: false
+  tasks:
+%s"""
+
+
+def floor(env, inventory, containers, reps=10):
+    """Per-execution cost on these nodes: ``ansible.builtin.ping`` tasks (the smallest module: AnsiballZ
+    payload, ``docker exec``, Python start-up on the node, result), and below Ansible the bare
+    ``docker exec true`` and ``docker exec python3 -c pass`` of one node, ``reps`` times each."""
+    path = STATE / "floor.yml"
+    tasks = ["    - name: ping %d\n      ansible.builtin.ping:\n" % (i + 1) for i in range(reps)]
+    path.write_text(FLOOR_PLAYBOOK % "".join(tasks))
+    result = playbook(env, inventory, str(path), [], "floor")
+    pings = [rec["duration"] for rec in result["records"] if rec["action"].endswith("ping")]
+    bare = {}
+    probes = (("docker exec true", ["true"]), ("docker exec python3 -c pass", ["python3", "-c", "pass"]))
+    for label, argv in probes if containers else ():
+        times = []
+        for _rep in range(reps):
+            began = time.monotonic()
+            run(["docker", "exec", containers[0], *argv], stdout=subprocess.DEVNULL)
+            times.append(time.monotonic() - began)
+        bare[label] = median(times)
+    return {"ping": median(pings), "ping_runs": len(pings), "wall": result["wall"], "bare": bare,
+            "node": containers[0] if containers else None, "reps": reps}
 
 
 # --------------------------------------------------------------------------
@@ -519,8 +557,40 @@ def estimate(ours, base, hosts, nodes=1000, forks=100, cores=16):
     return out
 
 
+def floor_section(floor_cost, sums, hosts):
+    """What one module execution costs here, and what that means for the target."""
+    gpu = [h for h in hosts if h != "head"] or hosts
+    ping = floor_cost["ping"]
+    lines = ["## What bounds it: the cost of one module execution", "",
+             "Measured after the drift runs, on the same nodes: %d `ansible.builtin.ping` tasks per host (the"
+             " smallest module: AnsiballZ payload, `docker exec`, Python start-up on the node, the result back),"
+             " and below Ansible %d bare `docker exec` calls into `%s`." % (
+                 floor_cost["reps"], floor_cost["reps"], floor_cost["node"] or "n/a"), "",
+             "| what | median (s) |", "|---|---:|"]
+    for label, secs in sorted(floor_cost["bare"].items()):
+        lines.append("| `%s` | %.3f |" % (label.replace("docker exec", "docker exec <node>"), secs))
+    lines.append("| one `ansible.builtin.ping` task, per host (%d results) | %.3f |" % (floor_cost["ping_runs"], ping))
+    lines.append("")
+    if not ping:
+        return lines
+    rows = []
+    for label, key in (("ours (drift.yml)", "ours"), ("ours, baseline scope", "ours_scoped"), ("baseline", "baseline")):
+        execs = median([sums[key]["execs"][h] for h in gpu])
+        secs = median([sums[key]["secs"][h] for h in gpu])
+        per_exec = secs / execs if execs else 0.0
+        rows.append("| %s | %s | %.1f | %.1f | %.2f |" % (label, fmt_execs(execs), execs * ping, secs, per_exec))
+    base_secs = median([sums["baseline"]["secs"][h] for h in gpu])
+    header = "| | module executions | executions x ping floor (s) | measured task seconds | seconds per execution |"
+    target = ("The target (ours at 0.25 of the baseline) means at most %.1f task seconds per GPU node, which at the"
+              " measured floor of %.3f s is **%.1f module executions, fact gathering included**, whatever each"
+              " one does." % (base_secs / 4, ping, base_secs / 4 / ping))
+    lines += ["Per GPU node (median over the GPU nodes):", "", header, "|---|---:|---:|---:|---:|"]
+    lines += rows + ["", target, ""]
+    return lines
+
+
 def render(opts, info, load_before, load_after, hosts, fresh, state_cmp, sums, tasks, started, finished,
-           over=None, over_cmp=None, roles=None):
+           over=None, over_cmp=None, roles=None, floor_cost=None):
     ours, scoped, base = sums["ours"], sums["ours_scoped"], sums["baseline"]
     ratio = ours["wall"] / base["wall"] if base["wall"] else float("nan")
     ratio_scoped = scoped["wall"] / base["wall"] if base["wall"] else float("nan")
@@ -582,6 +652,8 @@ def render(opts, info, load_before, load_after, hosts, fresh, state_cmp, sums, t
         " on the node (each loop item once; set_fact/assert/debug/include/meta do not count).",
         "",
     ]
+    if floor_cost:
+        lines += floor_section(floor_cost, sums, hosts)
     lines += estimate(ours, base, hosts)
     if fresh:
         lines += [
@@ -723,6 +795,7 @@ def main(argv=None):
                                                 "drift-baseline-%d" % i))
         if hosts is None:
             hosts = sorted({rec["host"] for r in results["ours"] for rec in r["records"]} - {"localhost"})
+        floor_cost = floor(env, inventory, [] if opts.inventory else [measured.container(hosts[-1])])
     finally:
         if not opts.keep and not opts.inventory:
             for cluster in clusters:
@@ -731,7 +804,7 @@ def main(argv=None):
     raw = {"opts": {k: getattr(opts, k) for k in ("runs", "gpu_nodes", "forks", "note", "skip_tags")},
            "info": info, "load_before": load_before, "load_after": loadavg(), "hosts": hosts,
            "fresh": fresh, "state_cmp": state_cmp, "started": started,
-           "finished": finished, "over": over, "over_cmp": over_cmp, "results": results}
+           "finished": finished, "over": over, "over_cmp": over_cmp, "results": results, "floor": floor_cost}
     (STATE / "raw.json").write_text(json.dumps(raw))
     write_report(raw, opts.out)
     return 0
@@ -746,7 +819,7 @@ def write_report(raw, out):
     roles = role_table([r["records"] for r in results["ours"]], hosts)
     lines = render(opts, raw["info"], raw["load_before"], raw["load_after"], hosts,
                    [tuple(item) for item in raw["fresh"]], raw["state_cmp"], sums, tasks,
-                   raw["started"], raw["finished"], raw["over"], raw["over_cmp"], roles)
+                   raw["started"], raw["finished"], raw["over"], raw["over_cmp"], roles, raw.get("floor"))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text("\n".join(lines))
     log("wrote %s" % out)
