@@ -37,7 +37,7 @@ image="${DEMO_IMAGE:-$(tools/node-image.sh | tail -n1)}"
 echo "image: $image"
 
 # The collection, seen by ansible under its FQCN without installing a copy.
-mkdir -p "$state/collections/ansible_collections/hpc" "$state/inventory"
+mkdir -p "$state/collections/ansible_collections/hpc"
 ln -sfn "$root" "$state/collections/ansible_collections/hpc/gpu_containers"
 export ANSIBLE_COLLECTIONS_PATH="$state/collections"
 export ANSIBLE_PIPELINING=1 ANSIBLE_INTERPRETER_PYTHON=/usr/bin/python3
@@ -74,33 +74,19 @@ for node in "${nodes[@]}"; do
     echo "$prefix$node: started"
 done
 
-inventory="$state/inventory/hosts.yml"
-{
-    echo "all:"
-    echo "  vars:"
-    echo "    ansible_connection: community.docker.docker"
-    echo "  children:"
-    for group in lsf_master registry docker_hosts gpu_nodes; do
-        echo "    $group:"
-        echo "      hosts:"
-        for node in "${nodes[@]}"; do
-            case " ${node_groups[$node]} " in
-                *" $group "*) echo "        $node: {ansible_host: $prefix$node}" ;;
-            esac
-        done
-    done
-} > "$inventory"
-ln -sfn "$root/molecule/default/group_vars" "$state/inventory/group_vars"
+# The README's example inventory is the demo's: its hosts.yml names the
+# containers (ansible_host), its group_vars are what a site edits.
+inventory="$root/examples/inventory"
 
 say "Prepare: LSF 10.1 tree, lsfadmin, LSF command stubs"
-ansible-playbook -i "$state/inventory" molecule/default/prepare.yml
+ansible-playbook -i "$inventory" molecule/default/prepare.yml
 
 say "Converge: playbooks/site.yml"
-ansible-playbook -i "$state/inventory" --diff playbooks/site.yml || site_failed=1
+ansible-playbook -i "$inventory" --diff playbooks/site.yml || site_failed=1
 
 if [ -z "${site_failed:-}" ] && [ "${DEMO_SKIP_VERIFY:-0}" != 1 ] && [ -f playbooks/verify.yml ]; then
     say "Verify: playbooks/verify.yml"
-    ansible-playbook -i "$state/inventory" playbooks/verify.yml \
+    ansible-playbook -i "$inventory" playbooks/verify.yml \
         -e verify_report_path="$state/verify-report.json" || verify_failed=1
 fi
 
