@@ -86,20 +86,6 @@ def applications_text(profiles):
     return "".join(out)
 
 
-def timed(fn, reps):
-    """Median wall time, median CPU time (this process) and min CPU time, seconds.
-
-    CPU time is reported next to wall time because shared build machines are
-    often busy: wall time then measures the neighbours as much as the code."""
-    wall, cpu = [], []
-    while len(cpu) < reps:
-        w0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    return statistics.median(wall), statistics.median(cpu), min(cpu)
-
-
 def cpu_model():
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -128,9 +114,11 @@ def main():
         reps = {1000: 5, 10000: 3, 100000: 1}
 
     load_before = _load()
-    rows = []
+    # Every case gets a closure; the cases then run in interleaved rounds (one
+    # run of each per round, smaller sizes more rounds), so a burst of load from
+    # the neighbours lands on all of them alike instead of on one case.
+    cases = []
     for case in ("parse+render", "edit 1 host", "edit all hosts"):
-        previous = None
         for hosts in (1000, 10000, 100000):
             text = cluster_text(hosts)
             target = ["host%06d" % (hosts // 2 + 1)]
@@ -150,30 +138,44 @@ def main():
                     new, changed, _c, _w = edit_hosts(text, "all", ["docker"])
                     if len(changed) != hosts:
                         raise SystemExit("edit missed")
-            wall, median, best = timed(run, reps[hosts])
-            growth = "" if previous is None else "%.1fx / %.1fx" % (median / previous[0], best / previous[1])
-            previous = (median, best)
-            rows.append(("lsf.cluster", case, "%d hosts" % hosts, len(text), reps[hosts], wall, median, best, growth))
-            print("%-15s %-15s %7d hosts  cpu median %8.1f ms  wall median %8.1f ms  %s"
-                  % ("lsf.cluster", case, hosts, median * 1000, wall * 1000, growth))
+            cases.append(("lsf.cluster", case, "%d hosts" % hosts, len(text), reps[hosts], run))
 
     if apply_profiles is not None:
-        text = applications_text(1000)
+        apps_text = applications_text(1000)
         container = {"runtime": "docker", "image": "registry:5000/app0500:2.0",
                      "options": ["--rm", "--net=host", "--ipc=host"],
                      "options_scripts": ["/shared/scripts/docker-options.sh"]}
         request = [{"name": "app0500", "container": container}]
 
         def run_apps():
-            new, changed, _w = apply_profiles(text, request)
+            new, changed, _w = apply_profiles(apps_text, request)
             if changed != ["app0500"]:
                 raise SystemExit("profile edit missed: %r" % (changed,))
 
-        n = 11 if not args.quick else 3
-        wall, median, best = timed(run_apps, n)
-        rows.append(("lsb.applications", "edit 1 profile", "1000 profiles", len(text), n, wall, median, best, ""))
-        print("%-15s %-15s 1000 profiles  cpu median %8.1f ms  wall median %8.1f ms"
-              % ("lsb.applications", "edit 1 profile", median * 1000, wall * 1000))
+        cases.append(("lsb.applications", "edit 1 profile", "1000 profiles", len(apps_text),
+                      11 if not args.quick else 3, run_apps))
+
+    samples = {index: ([], []) for index in range(len(cases))}
+    for round_no in range(max(case[4] for case in cases)):
+        for index, (_f, _case, _size, _nbytes, n, fn) in enumerate(cases):
+            if round_no < n:
+                wall, cpu = samples[index]
+                w0, c0 = time.perf_counter(), time.process_time()
+                fn()
+                cpu.append(time.process_time() - c0)
+                wall.append(time.perf_counter() - w0)
+
+    rows = []
+    previous = {}
+    for index, (f, case, size, nbytes, n, _fn) in enumerate(cases):
+        wall, cpu = samples[index]
+        median, best = statistics.median(cpu), min(cpu)
+        before = previous.get((f, case))
+        growth = "" if before is None else "%.1fx / %.1fx" % (median / before[0], best / before[1])
+        previous[(f, case)] = (median, best)
+        rows.append((f, case, size, nbytes, n, statistics.median(wall), median, best, growth))
+        print("%-16s %-15s %14s  cpu median %8.1f ms  min %8.1f ms  %s" % (f, case, size, median * 1000,
+                                                                         best * 1000, growth))
 
     ten_k = {r[1]: r[6] for r in rows if r[2] == "10000 hosts"}
     lines = [
