@@ -52,7 +52,8 @@ def log(msg):
 
 
 def verify_run(env, inventory, repetitions, loops, report_path):
-    args = ["-e", "verify_benchmark=true", "-e", "verify_benchmark_repetitions=%d" % repetitions,
+    # --forks 1: one node at a time, so the nodes (containers on the same CPUs) do not time each other's load
+    args = ["--forks", "1", "-e", "verify_benchmark=true", "-e", "verify_benchmark_repetitions=%d" % repetitions,
             "-e", "container_verify_benchmark_loops=%d" % loops, "-e", "verify_report_path=%s" % report_path]
     return drift.playbook(env, inventory, "playbooks/verify.yml", args, "verify-benchmark")
 
@@ -69,7 +70,8 @@ def render(raw):
         "Workload: `i=0; while [ $i -lt %d ]; do i=$((i+1)); done` in busybox `sh`, timed by busybox "
         "`time -f %%e`; %d runs on the node itself (the image's own static busybox, copied out of it) and %d runs "
         "inside one container of the verification image pulled from the private registry (`playbooks/verify.yml "
-        "-e verify_benchmark=true`, module `container_verify`)." % (opts["loops"], opts["repetitions"],
+        "-e verify_benchmark=true --forks 1`, module `container_verify`: one node at a time, as the nodes share"
+        " the machine's CPUs)." % (opts["loops"], opts["repetitions"],
                                                                     opts["repetitions"]),
         "",
         "| | |",
@@ -125,7 +127,7 @@ def render(raw):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--repetitions", type=int, default=9, help="runs on each side per node (default 9)")
+    parser.add_argument("--repetitions", type=int, default=15, help="runs on each side per node (default 15)")
     parser.add_argument("--loops", type=int, default=300000, help="iterations of the shell loop per run")
     parser.add_argument("--gpu-nodes", type=int, default=2)
     parser.add_argument("--image", default=os.environ.get("BENCH_IMAGE", drift.IMAGE))
