@@ -174,8 +174,8 @@ def main():
         growth = "" if before is None else "%.1fx / %.1fx" % (median / before[0], best / before[1])
         previous[(f, case)] = (median, best)
         rows.append((f, case, size, nbytes, n, statistics.median(wall), median, best, growth))
-        print("%-16s %-15s %14s  cpu median %8.1f ms  min %8.1f ms  %s" % (f, case, size, median * 1000,
-                                                                         best * 1000, growth))
+        print("%-16s %-15s %14s  cpu median %8.1f ms  min %8.1f ms  %s"
+              % (f, case, size, median * 1000, best * 1000, growth))
 
     ten_k = {r[1]: r[6] for r in rows if r[2] == "10000 hosts"}
     lines = [

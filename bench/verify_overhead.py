@@ -71,8 +71,7 @@ def render(raw):
         "`time -f %%e`; %d runs on the node itself (the image's own static busybox, copied out of it) and %d runs "
         "inside one container of the verification image pulled from the private registry (`playbooks/verify.yml "
         "-e verify_benchmark=true --forks 1`, module `container_verify`: one node at a time, as the nodes share"
-        " the machine's CPUs)." % (opts["loops"], opts["repetitions"],
-                                                                    opts["repetitions"]),
+        " the machine's CPUs)." % (opts["loops"], opts["repetitions"], opts["repetitions"]),
         "",
         "| | |",
         "|---|---|",
