@@ -5,6 +5,9 @@ scenario inventory); `host` is testinfra's fixture for the node under test.
 """
 
 import json
+import os
+import shutil
+import sys
 
 import pytest
 
@@ -17,6 +20,12 @@ BIN_TYPES = {
     "ppc64le": "linux3.10-glibc2.17-ppc64le",
     "aarch64": "linux3.10-glibc2.17-armv8",
 }
+
+
+def ansible_tool(name):
+    """Path of an Ansible command (ansible, ansible-playbook) on the controller: on PATH, or next to the
+    Python that runs the tests (the project venv when PATH does not have it)."""
+    return shutil.which(name) or os.path.join(os.path.dirname(sys.executable), name)
 
 
 def login_shell(host, command):

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import textwrap
 
 import pytest
 import testinfra.utils.ansible_runner
+from conftest import ansible_tool
 
 INVENTORY = os.environ.get("MOLECULE_INVENTORY_FILE")
 TEST_IMAGE = "hpc-test/echo:1"
@@ -194,14 +193,10 @@ def playbook(tmp_path_factory):
     return path
 
 
-def _ansible_playbook():
-    return shutil.which("ansible-playbook") or os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-
-
 def _run_playbook(playbook, *args):
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_NOCOLOR="1")
     proc = subprocess.run(
-        [_ansible_playbook(), "-i", INVENTORY, "--limit", ",".join(_runtime_nodes()), str(playbook), *args],
+        [ansible_tool("ansible-playbook"), "-i", INVENTORY, "--limit", ",".join(_runtime_nodes()), str(playbook), *args],
         env=env,
         capture_output=True,
         text=True,

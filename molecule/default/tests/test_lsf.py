@@ -19,13 +19,13 @@ converge and idempotence called.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 
 import pytest
 import testinfra.utils.ansible_runner
 import yaml
+from conftest import stub_calls as read_stub_calls
 
 INVENTORY = os.environ.get("MOLECULE_INVENTORY_FILE")
 if INVENTORY:
@@ -48,7 +48,6 @@ IMAGE = REGISTRY + "/hpc/verify:1"
 # the runbook's memlock ulimit, at the value the test bed's engine allows (group_vars/all.yml)
 with open(os.path.join(HERE, "..", "group_vars", "all.yml"), encoding="utf-8") as handle:
     MEMLOCK = int(yaml.safe_load(handle)["lsf_docker_memlock"])
-STUB_LOG = "/var/log/lsf-stub/calls.jsonl"
 
 
 # --------------------------------------------------------------------------
@@ -188,10 +187,7 @@ def read(host):
 
 @pytest.fixture()
 def stub_calls(host):
-    log = host.file(STUB_LOG)
-    if not log.exists:
-        return []
-    return [json.loads(line) for line in log.content_string.splitlines() if line.strip()]
+    return read_stub_calls(host)
 
 
 def fixture_text(relative):

@@ -17,14 +17,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import testinfra
 import testinfra.utils.ansible_runner
+from conftest import ansible_tool, stub_calls
 
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
@@ -32,7 +31,6 @@ DOCKER_HOSTS = sorted(RUNNER.get_hosts("docker_hosts"))
 GPU_NODES = sorted(RUNNER.get_hosts("gpu_nodes"))
 PLAYBOOKS = Path(__file__).resolve().parents[3] / "playbooks"
 IMAGE = "head:5000/hpc/verify:1"
-STUB_LOG = "/var/log/lsf-stub/calls.jsonl"
 
 # Runs on a node: the verification image re-labelled as linux/ppc64le (its config's architecture), as a
 # registry would hand a POWER node's image to an x86_64 node; loaded under a local name.
@@ -63,10 +61,6 @@ subprocess.run(["docker", "load"], input=out.getvalue(), check=True, capture_out
 """
 
 
-def _tool(name):
-    return shutil.which(name) or os.path.join(os.path.dirname(sys.executable), name)
-
-
 def _run(argv, **env):
     # one line per message: YAML results would fold long ones
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="json", **env)
@@ -79,7 +73,7 @@ def _node(name):
 
 def _verify_module(node, **args):
     """container_verify run ad hoc on one node; returns the module's JSON result."""
-    proc = _run([_tool("ansible"), "-i", INVENTORY, node, "--become", "-m", "hpc.gpu_containers.container_verify",
+    proc = _run([ansible_tool("ansible"), "-i", INVENTORY, node, "--become", "-m", "hpc.gpu_containers.container_verify",
                  "-a", json.dumps(args)], ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
     start = proc.stdout.find("{")
     assert start >= 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -88,9 +82,7 @@ def _verify_module(node, **args):
 
 
 def _bsub_calls(node):
-    log = _node(node).file(STUB_LOG)
-    entries = [json.loads(row) for row in log.content_string.splitlines() if row.strip()] if log.exists else []
-    return [entry for entry in entries if entry["cmd"] in ("bsub", "bsub-job")]
+    return [entry for entry in stub_calls(_node(node)) if entry["cmd"] in ("bsub", "bsub-job")]
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +90,7 @@ def verify_run(tmp_path_factory):
     """verify.yml with the overhead run; the bsub records of each GPU node before and after it."""
     report_path = tmp_path_factory.mktemp("verify") / "verify-report.json"
     before = {node: len(_bsub_calls(node)) for node in GPU_NODES}
-    proc = _run([_tool("ansible-playbook"), "-i", INVENTORY, str(PLAYBOOKS / "verify.yml"),
+    proc = _run([ansible_tool("ansible-playbook"), "-i", INVENTORY, str(PLAYBOOKS / "verify.yml"),
                  "-e", "verify_benchmark=true", "-e", "verify_benchmark_repetitions=3",
                  "-e", "container_verify_benchmark_loops=50000", "-e", "verify_report_path=%s" % report_path])
     after = {node: _bsub_calls(node)[before[node]:] for node in GPU_NODES}
@@ -150,7 +142,7 @@ def test_gpu_nodes_verified_through_lsf(verify_run):
 
 def test_a_profile_lsf_does_not_know_fails_the_node_with_lsfs_message(tmp_path):
     node = GPU_NODES[0]
-    proc = _run([_tool("ansible-playbook"), "-i", INVENTORY, str(PLAYBOOKS / "verify.yml"), "--limit", node,
+    proc = _run([ansible_tool("ansible-playbook"), "-i", INVENTORY, str(PLAYBOOKS / "verify.yml"), "--limit", node,
                  "-e", "container_verify_lsf_app=nosuchapp", "-e", "verify_report_path=%s" % (tmp_path / "r.json")])
     assert proc.returncode == 2, proc.stdout[-3000:]
     assert ("verification failed on %s: LSF: bsub -app nosuchapp did not submit the job (exit code 255): "
