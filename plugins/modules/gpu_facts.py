@@ -11,7 +11,8 @@ module: gpu_facts
 short_description: Gather NVIDIA GPU and CPU facts for container placement and image choice
 version_added: 0.1.0
 description:
-  - Reads the NVIDIA driver through NVML (the C(nvidia-ml-py) bindings, imported as C(pynvml)).
+  - Reads the NVIDIA driver through NVML, calling the driver's own C(libnvidia-ml.so.1) through a small
+    built-in C(ctypes) binding, so nothing has to be installed on the node besides the driver.
     It reports the driver version, CUDA driver version and, per GPU, index, name, UUID, serial, PCI bus id, total
     memory, compute capability, MIG mode (current and pending), persistence mode and minor number
     with its C(/dev/nvidiaN) node.
@@ -39,11 +40,10 @@ attributes:
     support: full
     platforms: posix
     description: Linux nodes.
-requirements:
-  - nvidia-ml-py (module C(pynvml)) on the managed node for GPU facts. Without it the facts say
-    C(present=false) with the reason C(nvidia-ml-py not installed).
 notes:
-  - Install C(nvidia-ml-py), not the deprecated C(pynvml) package of the same import name.
+  - No Python package is needed on the node (nvidia-ml-py is not used): the NVIDIA driver's
+    C(libnvidia-ml.so.1) is all. A node without it reports C(present=false) with the reason
+    C(NVML library libnvidia-ml.so.1 not found).
   - NVML and C(nvidia-smi) number GPUs by PCI order, CUDA by speed unless C(CUDA_DEVICE_ORDER=PCI_BUS_ID);
     compare GPUs by UUID.
 """
@@ -147,12 +147,7 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils import _cpuinfo, _nvml
-
-try:
-    import pynvml
-except ImportError:
-    pynvml = None
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _cpuinfo, _nvml, _nvml_ctypes
 
 CPUINFO = "/proc/cpuinfo"
 DEV_ROOT = "/dev"
@@ -167,11 +162,8 @@ def _read_cpuinfo(path):
 
 
 def gather():
-    """Facts for this node: NVML through pynvml when importable, CPU from /proc."""
-    if pynvml is None:
-        facts = _nvml.absent("nvidia-ml-py not installed", DEV_ROOT)
-    else:
-        facts = _nvml.collect(pynvml, DEV_ROOT)
+    """Facts for this node: NVML through the built-in ctypes binding, CPU from /proc."""
+    facts = _nvml.collect(_nvml_ctypes.Nvml(), DEV_ROOT)
     facts["cpu"] = _cpuinfo.parse(_read_cpuinfo(CPUINFO), platform.machine())
     return facts
 

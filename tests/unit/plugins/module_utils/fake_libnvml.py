@@ -17,11 +17,16 @@ from pathlib import Path
 
 import pynvml
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _nvml_ctypes
+
 RECORDINGS = Path(__file__).resolve().parents[3] / "fixtures" / "nvml"
 
 _ERROR_STRINGS = {
     pynvml.NVML_ERROR_DRIVER_NOT_LOADED: b"Driver Not Loaded",
     pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH: b"RM has detected an NVML/RM version mismatch.",
+    pynvml.NVML_ERROR_GPU_IS_LOST: b"GPU is lost",
+    pynvml.NVML_ERROR_NOT_SUPPORTED: b"Not Supported",
+    pynvml.NVML_ERROR_NO_PERMISSION: b"Insufficient Permissions",
 }
 
 
@@ -197,6 +202,8 @@ def installed(monkeypatch, lib):
 
     _reset_pynvml()
     monkeypatch.setattr(pynvml, "CDLL", fake_cdll)
+    # The collection's own binding opens the library the same way.
+    monkeypatch.setattr(_nvml_ctypes, "CDLL", fake_cdll)
     try:
         yield pynvml
     finally:

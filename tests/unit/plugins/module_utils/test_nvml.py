@@ -1,6 +1,11 @@
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""NVML facts through the real nvidia-ml-py over a recorded libnvidia-ml."""
+"""NVML facts over a recorded libnvidia-ml, through both bindings.
+
+Every test runs twice: through the real nvidia-ml-py (``pynvml``) and through the
+collection's own ctypes binding (``_nvml_ctypes``, what gpu_facts uses), over the
+same recorded C library, and must give the same facts.
+"""
 
 import os
 import sys
@@ -10,7 +15,7 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils import _nvml
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _nvml, _nvml_ctypes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fake_libnvml  # noqa: E402
@@ -26,8 +31,19 @@ def devfs(tmp_path):
     return str(dev)
 
 
+BINDING = {"name": "pynvml"}
+
+
+@pytest.fixture(autouse=True, params=["pynvml", "builtin"])
+def binding(request):
+    BINDING["name"] = request.param
+    return request.param
+
+
 def collect(monkeypatch, lib, dev_root="/nonexistent-dev"):
     with fake_libnvml.installed(monkeypatch, lib) as nvml:
+        if BINDING["name"] == "builtin":
+            nvml = _nvml_ctypes.Nvml()
         return _nvml.collect(nvml, dev_root)
 
 

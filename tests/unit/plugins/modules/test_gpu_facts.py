@@ -72,11 +72,13 @@ def test_no_library(monkeypatch, capsys, node):
     assert "libnvidia-ml.so.1 not found" in res["gpu_facts"]["reason"]
 
 
-def test_bindings_not_installed(monkeypatch, capsys, node):
-    monkeypatch.setattr(gpu_facts, "pynvml", None)
-    res = run(capsys)
-    assert res["gpu_facts"]["present"] is False
-    assert res["gpu_facts"]["reason"] == "nvidia-ml-py not installed"
+def test_no_python_package_is_needed(monkeypatch, capsys, node):
+    """nvidia-ml-py missing from the node changes nothing: the built-in binding reads the library."""
+    lib = fake_libnvml.FakeLibNvml(fake_libnvml.recording("v100-sxm2-16gb-x2-power9-418.87.00.json"))
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # `import pynvml` would now fail
+    with fake_libnvml.installed(monkeypatch, lib):
+        res = run(capsys)
+    assert res["gpu_facts"]["present"] is True and res["gpu_facts"]["count"] == 2
     assert res["gpu_facts"]["cpu"]["power_generation"] == "POWER9"
 
 
