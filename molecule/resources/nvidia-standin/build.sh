@@ -6,10 +6,15 @@
 # nvidia_container_runtime role is exercised the way an air-gapped site runs
 # it: against a local repository. These packages carry the real package names
 # and a version like 1.17.9-0standin1, but every description says STAND-IN FOR
-# TESTS, and the binaries are small shell scripts:
-#   nvidia-container-runtime  logs its call, then execs runc with its arguments
+# TESTS, and the binaries are small scripts:
+#   nvidia-container-runtime  Python OCI runtime wrapper: logs each call, gives a
+#                             `create` the GPUs NVIDIA_VISIBLE_DEVICES names (device
+#                             files, NVML stand-in, nvidia-smi), then execs runc
 #   nvidia-ctk                --version and `cdi generate` only
 #   nvidia-container-cli      --version only
+# The GPUs themselves (the driver's side of the boundary: libnvidia-ml.so.1,
+# nvidia-smi, /dev/nvidia*) are not packaged: nvml/ and install-node.sh put them
+# on the GPU nodes, as a driver installation would (README.md).
 #
 # Usage: build.sh OUTDIR [UPSTREAM_VERSION]   (default 1.17.9)
 # Writes OUTDIR/*.deb, OUTDIR/Packages and OUTDIR/Packages.gz; serve OUTDIR
@@ -65,8 +70,8 @@ package() {
 package libnvidia-container1 "" "NVIDIA container runtime library (empty)"
 package libnvidia-container-tools "libnvidia-container1 (= $version)" \
     "NVIDIA container runtime CLI" nvidia-container-cli:/usr/bin/nvidia-container-cli
-package nvidia-container-toolkit-base "" \
-    "NVIDIA container runtime and nvidia-ctk (runtime execs runc)" \
+package nvidia-container-toolkit-base "python3" \
+    "NVIDIA container runtime and nvidia-ctk (runtime wraps runc)" \
     nvidia-container-runtime:/usr/bin/nvidia-container-runtime nvidia-ctk:/usr/bin/nvidia-ctk
 package nvidia-container-toolkit \
     "nvidia-container-toolkit-base (= $version), libnvidia-container-tools (= $version)" \
