@@ -1,0 +1,161 @@
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The LSF Docker starter wrapper, rendered from the role's template and run for real.
+
+LSF runs the wrapper as the Docker driver's user (in the docker group) with the
+job's environment, which the submitting user controls. A recording
+``docker-starter.py`` in a temporary LSF_SERVERDIR stands in for LSF's driver
+(the process boundary): it writes down the environment, argv, umask and Python
+flags it was started with.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jinja2
+import pytest
+
+ROLE = Path(__file__).resolve().parents[4] / "roles" / "lsf_docker"
+
+RECORDER = """\
+import json, os, sys
+with open(os.environ.get("RECORD_TO") or sys.argv[-1], "w") as out:
+    json.dump({"env": dict(os.environ), "argv": sys.argv, "umask": os.umask(0),
+               "isolated": sys.flags.isolated, "path": sys.path}, out)
+"""
+
+
+def render(serverdir, **overrides):
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["to_json"] = json.dumps
+    env.filters["bool"] = lambda value: value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+    variables = {
+        "ansible_managed": "Ansible managed",
+        "lsf_docker_python": sys.executable,
+        "lsf_docker_exec_driver_user": "lsfadmin",
+        "lsf_docker_starter_umask": "0022",
+        "lsf_docker_gpu_isolation": True,
+        "lsf_docker_gpu_driver_capabilities": "compute,utility",
+        "__lsf_docker_layout": {"serverdir": str(serverdir)},
+    }
+    variables.update(overrides)
+    return env.from_string((ROLE / "templates" / "lsf-docker-starter.py.j2").read_text()).render(**variables)
+
+
+@pytest.fixture
+def wrapper(tmp_path):
+    """(path of the rendered wrapper, run(env) -> what the driver saw)."""
+    serverdir = tmp_path / "serverdir"
+    serverdir.mkdir()
+    (serverdir / "docker-starter.py").write_text(RECORDER)
+    record = tmp_path / "record.json"
+
+    def make(**overrides):
+        path = tmp_path / "lsf-docker-starter.py"
+        path.write_text(render(serverdir, **overrides))
+        path.chmod(0o755)
+
+        def run(env, args=()):
+            base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "RECORD_TO": str(record)}
+            base.update(env)
+            proc = subprocess.run([str(path)] + list(args), env=base, capture_output=True, text=True, check=False)
+            assert proc.returncode == 0, proc.stderr
+            return json.loads(record.read_text())
+        return path, run
+    return make
+
+
+def test_the_driver_runs_isolated_with_the_job_arguments(wrapper):
+    _path, run = wrapper()
+    seen = run({"LSB_JOBID": "7"}, ["job-arg", "two"])
+    assert seen["argv"][1:] == ["job-arg", "two"]
+    assert seen["isolated"] == 1
+    assert seen["env"]["LSB_JOBID"] == "7"
+    assert seen["umask"] == 0o022
+
+
+def test_a_hostile_job_environment_reaches_nothing(wrapper, tmp_path):
+    """LSF_SERVERDIR, PYTHONPATH, LD_PRELOAD and friends from a submitter change nothing the driver runs."""
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    canary = tmp_path / "canary"
+    (evil / "docker-starter.py").write_text("open(%r, 'w').write('driver')\n" % str(canary))
+    (evil / "sitecustomize.py").write_text("open(%r, 'w').write('site')\n" % str(canary))
+    (evil / "usercustomize.py").write_text("open(%r, 'w').write('user')\n" % str(canary))
+    hostile = {
+        "LSF_SERVERDIR": str(evil),
+        "PYTHONPATH": str(evil),
+        "PYTHONSTARTUP": str(evil / "sitecustomize.py"),
+        "PYTHONUSERBASE": str(evil),
+        "PYTHONINSPECT": "1",
+        "LD_LIBRARY_PATH": str(evil),
+        "LD_AUDIT": str(evil / "audit.so"),
+        "BASH_ENV": str(evil / "env.sh"),
+        "ENV": str(evil / "env.sh"),
+        "IFS": "/",
+        "GCONV_PATH": str(evil),
+        "BASH_FUNC_module%%": "() { echo hi; }",
+        "BASH_FUNC_ml()": "() { echo hi; }",
+        "HOME": str(tmp_path),
+    }
+    _path, run = wrapper()
+    seen = run(hostile)
+    assert not canary.exists(), canary.read_text()
+    assert os.path.dirname(seen["argv"][0]) == str(tmp_path / "serverdir")
+    for name in ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONINSPECT", "LD_LIBRARY_PATH", "LD_AUDIT",
+                 "BASH_ENV", "ENV", "IFS", "GCONV_PATH", "BASH_FUNC_module%%", "BASH_FUNC_ml()"):
+        assert name not in seen["env"], name
+    assert str(evil) not in seen["path"]
+    assert seen["env"]["HOME"] == str(tmp_path)          # ordinary job variables pass
+
+
+@pytest.mark.parametrize("job_env, expected", [
+    # LSF allocated GPUs 2 and 3: the container gets those two, numbered 0 and 1 inside.
+    ({"CUDA_VISIBLE_DEVICES": "2,3"},
+     {"NVIDIA_VISIBLE_DEVICES": "2,3", "CUDA_VISIBLE_DEVICES": "0,1", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}),
+    # With GPU enforcement LSF renumbers CUDA_VISIBLE_DEVICES and keeps the host's numbers in _ORIG.
+    ({"CUDA_VISIBLE_DEVICES": "0", "CUDA_VISIBLE_DEVICES_ORIG": "3"},
+     {"NVIDIA_VISIBLE_DEVICES": "3", "CUDA_VISIBLE_DEVICES": "0"}),
+    ({"CUDA_VISIBLE_DEVICES": "GPU-27b94a00-ed54-5c24-b1fd-1054085de32a"},
+     {"NVIDIA_VISIBLE_DEVICES": "GPU-27b94a00-ed54-5c24-b1fd-1054085de32a", "CUDA_VISIBLE_DEVICES": "0"}),
+    ({"CUDA_VISIBLE_DEVICES": " 1 , 0 "}, {"NVIDIA_VISIBLE_DEVICES": "1,0", "CUDA_VISIBLE_DEVICES": "0,1"}),
+    # No GPU allocated: no GPU, whatever the job or its image asks for.
+    ({}, {"NVIDIA_VISIBLE_DEVICES": "void"}),
+    ({"CUDA_VISIBLE_DEVICES": ""}, {"NVIDIA_VISIBLE_DEVICES": "void"}),
+    ({"NVIDIA_VISIBLE_DEVICES": "all"}, {"NVIDIA_VISIBLE_DEVICES": "void"}),
+    # A job cannot widen its allocation by naming more GPUs itself.
+    ({"CUDA_VISIBLE_DEVICES": "1", "NVIDIA_VISIBLE_DEVICES": "all"}, {"NVIDIA_VISIBLE_DEVICES": "1"}),
+    # A job's own capabilities are kept.
+    ({"CUDA_VISIBLE_DEVICES": "0", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility,video"},
+     {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility,video"}),
+], ids=["allocated", "renumbered-by-lsf", "uuid", "blanks", "none", "empty", "job-asks-all", "job-widens",
+        "job-capabilities"])
+def test_allocated_gpus_become_the_containers_gpus(wrapper, job_env, expected):
+    _path, run = wrapper()
+    seen = run(job_env)["env"]
+    for name, value in expected.items():
+        assert seen.get(name) == value, (name, seen.get(name))
+
+
+def test_isolation_off_leaves_the_gpu_variables_alone(wrapper):
+    _path, run = wrapper(lsf_docker_gpu_isolation=False)
+    seen = run({"CUDA_VISIBLE_DEVICES": "2"})["env"]
+    assert seen["CUDA_VISIBLE_DEVICES"] == "2" and "NVIDIA_VISIBLE_DEVICES" not in seen
+
+
+@pytest.mark.parametrize("umask, expected", [("0027", 0o027), ("077", 0o077), ("0002", 0o002)])
+def test_umask(wrapper, umask, expected):
+    _path, run = wrapper(lsf_docker_starter_umask=umask)
+    assert run({})["umask"] == expected
+
+
+def test_the_driver_path_is_fixed_when_written(wrapper, tmp_path):
+    path, _run = wrapper()
+    text = path.read_text()
+    code = text.split('"""', 2)[2]          # the script after its docstring
+    assert "LSF_SERVERDIR" not in code
+    assert 'DRIVER = "%s/docker-starter.py"' % (tmp_path / "serverdir") in text
+    assert text.startswith("#!%s -I\n" % sys.executable)
