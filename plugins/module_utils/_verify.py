@@ -33,7 +33,7 @@ import xml.etree.ElementTree as ET
 __all__ = [
     "VerifyError", "normalize_arch", "go_arch", "parse_verify_output", "parse_nvidia_smi_xml",
     "normalize_bus_id", "host_gpus", "select_gpus", "image_arch_problem", "exec_format_problem",
-    "compare", "bsub_argv", "parse_bsub_job_id",
+    "compare", "bsub_argv", "parse_bsub_job_id", "isolation_problems",
 ]
 
 SMI_BEGIN = "--- nvidia-smi -q -x ---"
@@ -72,7 +72,7 @@ def normalize_arch(name):
 def parse_verify_output(text):
     """Parse the ``/verify`` report.  Unknown lines are ignored; a missing ``arch=`` is None."""
     result = {"marker": False, "arch": None, "nvidia_smi": False, "nvidia_smi_rc": None,
-              "nvidia_smi_xml": None}
+              "nvidia_smi_xml": None, "nvidia_visible_devices": None, "cuda_visible_devices": None}
     if not text:
         return result
     lines = text.splitlines()
@@ -92,6 +92,9 @@ def parse_verify_output(text):
             result["marker"] = True
         elif stripped.startswith("arch="):
             result["arch"] = stripped.split("=", 1)[1] or None
+        elif stripped.startswith(("nvidia_visible_devices=", "cuda_visible_devices=")):
+            key, value = stripped.split("=", 1)
+            result[key] = value or None
         elif stripped.startswith("nvidia_smi="):
             result["nvidia_smi"] = stripped.split("=", 1)[1] == "present"
         elif stripped.startswith("nvidia_smi_rc="):
@@ -372,8 +375,11 @@ def summarize_benchmark(host_times, container_times):
 _BSUB_JOB_RE = re.compile(r"^Job <(\d+)> is submitted to ", re.MULTILINE)
 
 
-def bsub_argv(app, host, command, user=None, profile=None, as_root=False):
+def bsub_argv(app, host, command, user=None, profile=None, as_root=False, gpus=0):
     """argv that submits ``command`` as an interactive job of LSF application profile ``app`` on ``host``.
+
+    ``gpus`` > 0 asks LSF for that many GPUs (``-gpu "num=N"``); the job's container must
+    see exactly the GPUs LSF allocated.
 
     ``bsub -I`` holds the submitting process until the job ends and relays the job's
     output, so the report comes back on stdout. The submission runs in a login shell
@@ -383,10 +389,44 @@ def bsub_argv(app, host, command, user=None, profile=None, as_root=False):
     ``runuser``.
     """
     script = 'profile=$1; shift; if [ -n "$profile" ]; then . "$profile" || exit 127; fi; exec bsub "$@"'
-    argv = ["/bin/sh", "-lc", script, "sh", profile or "", "-app", app, "-I", "-m", host] + list(command)
+    gpu = ["-gpu", "num=%d" % gpus] if gpus else []
+    argv = ["/bin/sh", "-lc", script, "sh", profile or "", "-app", app, "-I", "-m", host] + gpu + list(command)
     if as_root and user and user != "root":
         argv = ["runuser", "-u", user, "--"] + argv
     return argv
+
+
+def isolation_problems(report, gpus, allocated=1):
+    """What is wrong when a job LSF gave ``allocated`` GPU(s) sees another number or other GPUs.
+
+    ``report`` is the parsed report of that job; ``gpus`` the host's GPUs (:func:`host_gpus`).
+    The job's own ``NVIDIA_VISIBLE_DEVICES`` names the host GPUs it was handed; the container
+    must see exactly those, by UUID.
+    """
+    problems = []
+    smi = None
+    if report.get("nvidia_smi") and report.get("nvidia_smi_xml"):
+        try:
+            smi = parse_nvidia_smi_xml(report["nvidia_smi_xml"])
+        except VerifyError as exc:
+            return ["isolation: %s" % exc]
+    seen = smi["attached_gpus"] if smi else 0
+    if seen != allocated:
+        leak = " (every GPU of the node: the profile hands all GPUs to every job)" if seen == len(gpus) > allocated else ""
+        return ["isolation: a job that LSF allocated %d GPU(s) sees %d%s" % (allocated, seen, leak)]
+    named = [item for item in (report.get("nvidia_visible_devices") or "").split(",") if item.strip()]
+    if not named or named[0] in ("all", "none", "void"):
+        return ["isolation: the job's NVIDIA_VISIBLE_DEVICES is %r, not the GPUs LSF allocated"
+                % (report.get("nvidia_visible_devices") or "")]
+    try:
+        expected = select_gpus(gpus, named)
+    except VerifyError as exc:
+        return ["isolation: %s" % exc]
+    want = sorted((g["uuid"] or "").lower() for g in expected)
+    have = sorted((g["uuid"] or "").lower() for g in smi["gpus"])
+    if want != have:
+        problems.append("isolation: LSF allocated %s but the container sees %s" % (", ".join(want), ", ".join(have)))
+    return problems
 
 
 def parse_bsub_job_id(text):

@@ -23,8 +23,8 @@ description:
     prints (see the P(hpc.gpu_containers.container_verify#role) role).
   - Through LSF. With O(lsf), the same report is also produced by an LSF job. C(bsub -app <profile> -I -m <node>
     /verify), submitted on the node, lands in the container the application profile describes, and its output
-    is compared with the host the same way (all of the node's GPUs are expected, as the profiles hand them all).
-    RV(passed) is then the verdict of both runs.
+    is compared with the host the same way. On a GPU node the job asks LSF for all of the node's GPUs
+    (C(-gpu num=N)) and must see exactly those. RV(passed) is then the verdict of both runs.
   - Never changes anything on the host (the container is always removed), so RV(ignore:changed) is always
     V(false). An explicit pull (O(pull)) only fetches what the registry already holds.
 author:
@@ -64,7 +64,9 @@ options:
   gpu_access:
     description:
       - How GPUs are handed to the container; follow how the node was configured.
-      - V(auto) uses V(device_requests) when O(gpu_facts) lists GPUs, V(none) otherwise.
+      - V(auto), when O(gpu_facts) lists GPUs - V(nvidia_runtime) when Docker lists the runtime O(runtime) (the
+        way the LSF Docker profiles reach the GPUs, so the check goes the jobs' way), else V(device_requests).
+        V(none) without GPUs. Before 0.2.0 V(auto) always chose V(device_requests).
       - V(device_requests) is C(docker run --gpus) (Docker 19.03+, needs the NVIDIA container toolkit hook).
       - V(nvidia_runtime) sets O(runtime) and C(NVIDIA_VISIBLE_DEVICES).
       - V(cdi) requests C(nvidia.com/gpu=...) CDI devices (Docker 25+ with CDI enabled).
@@ -157,6 +159,14 @@ options:
         description: Seconds to wait for the job to finish; the verification fails after that.
         type: int
         default: 300
+      isolation:
+        description:
+          - On a node with two or more GPUs, also submit a job that asks LSF for one GPU (C(-gpu num=1)); its
+            container must see exactly the GPU LSF allocated (by UUID, from the job's C(NVIDIA_VISIBLE_DEVICES)).
+            A profile that hands every GPU to every job fails with that reason.
+        type: bool
+        default: true
+        version_added: 0.2.0
 notes:
   - The container runs with networking disabled, without C(privileged), and is removed in every case.
 seealso:
@@ -251,6 +261,8 @@ lsf:
     - The run through LSF (O(lsf)) - the submission, the job id C(bsub) printed, its verdict and reasons (also
       listed in RV(reasons) with the prefix C(LSF:)), architecture and GPUs as in RV(architecture) and
       RV(gpus), and its wall time from submission to the job's end.
+    - C(isolation) (on nodes with two or more GPUs, with O(lsf.isolation)) - the one-GPU job - its id, exit
+      code, the GPUs LSF allocated (C(allocated), as the job's C(NVIDIA_VISIBLE_DEVICES)), wall time and verdict.
   returned: when O(lsf) is set, not in check mode
   type: dict
   sample:
@@ -286,6 +298,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import 
     exec_format_problem,
     host_gpus,
     image_arch_problem,
+    isolation_problems,
     parse_bsub_job_id,
     parse_times,
     parse_verify_output,
@@ -326,9 +339,12 @@ def _split_ref(ref):
     return ref, "latest"
 
 
-def resolve_gpu_access(requested, gpus):
+def resolve_gpu_access(requested, gpus, runtimes=(), runtime="nvidia"):
+    """``auto``: the NVIDIA runtime when Docker has it (as the LSF profiles use it), else ``--gpus``."""
     if requested == "auto":
-        return "device_requests" if gpus else "none"
+        if not gpus:
+            return "none"
+        return "nvidia_runtime" if runtime in runtimes else "device_requests"
     return requested
 
 
@@ -453,23 +469,35 @@ class Verifier:
             host.extend(parse_times(proc.stderr))
         return summarize_benchmark(host, inside)
 
-    def run_lsf(self, node_machine, gpus, facts):
-        """The same report through an interactive LSF job of the profile ``lsf.app`` on this node."""
+    def _bsub(self, host, gpu_count):
+        """Submit the verification as an interactive job; (proc, seconds) or (None, timeout reason)."""
         lsf = self.params["lsf"]
-        host = lsf["host"] or socket.gethostname().split(".")[0]
-        argv = bsub_argv(lsf["app"], host, lsf["command"], lsf["user"], lsf["profile"], os.geteuid() == 0)
-        result = {"app": lsf["app"], "host": host, "job_id": None, "exit_code": None, "passed": False,
-                  "reasons": [], "timings": {"total": None}, "output": ""}
+        argv = bsub_argv(lsf["app"], host, lsf["command"], lsf["user"], lsf["profile"], os.geteuid() == 0,
+                         gpus=gpu_count)
         began = time.monotonic()
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=lsf["timeout"], check=False)
         except subprocess.TimeoutExpired:
-            result["reasons"] = ["the job did not finish within %d s (bsub -app %s -I -m %s)"
-                                 % (lsf["timeout"], lsf["app"], host)]
-            return result
+            return None, "the job did not finish within %d s (bsub -app %s -I -m %s)" % (lsf["timeout"], lsf["app"], host)
         except OSError as exc:
             raise VerifyFailed("LSF: cannot run %s: %s" % (argv[0], exc))
-        result["timings"]["total"] = _round(time.monotonic() - began)
+        return proc, time.monotonic() - began
+
+    def run_lsf(self, node_machine, gpus, facts):
+        """The same report through an interactive LSF job of the profile ``lsf.app`` on this node.
+
+        A GPU node's job asks LSF for all of the node's GPUs (``-gpu num=N``) and must see them all;
+        with ``lsf.isolation`` a second job asks for one GPU and must see exactly the one LSF gave it.
+        """
+        lsf = self.params["lsf"]
+        host = lsf["host"] or socket.gethostname().split(".")[0]
+        result = {"app": lsf["app"], "host": host, "job_id": None, "exit_code": None, "passed": False,
+                  "reasons": [], "timings": {"total": None}, "output": ""}
+        proc, seconds = self._bsub(host, len(gpus))
+        if proc is None:
+            result["reasons"] = [seconds]
+            return result
+        result["timings"]["total"] = _round(seconds)
         result.update(exit_code=proc.returncode, output=proc.stdout, job_id=parse_bsub_job_id(proc.stdout))
         if result["job_id"] is None:
             result["reasons"] = ["bsub -app %s did not submit the job (exit code %d): %s"
@@ -479,9 +507,25 @@ class Verifier:
                                     expect_gpus=bool(gpus))
         if proc.returncode != 0:
             problems.insert(0, "the job exited with %d: %s" % (proc.returncode, proc.stderr.strip()[-500:]))
+        if lsf["isolation"] and len(gpus) > 1 and not problems:
+            problems += self.isolation(host, gpus, result)
         result.update(passed=not problems, reasons=problems, architecture=details["architecture"],
                       gpus=details["gpus"])
         return result
+
+    def isolation(self, host, gpus, result):
+        """A one-GPU job must see exactly the GPU LSF allocated to it, not every GPU of the node."""
+        proc, seconds = self._bsub(host, 1)
+        if proc is None:
+            return ["isolation: %s" % seconds]
+        report = parse_verify_output(proc.stdout)
+        result["isolation"] = {"job_id": parse_bsub_job_id(proc.stdout), "exit_code": proc.returncode,
+                               "allocated": report.get("nvidia_visible_devices"), "seconds": _round(seconds)}
+        if proc.returncode != 0:
+            return ["isolation: the one-GPU job exited with %d: %s" % (proc.returncode, proc.stderr.strip()[-500:])]
+        problems = isolation_problems(report, gpus, 1)
+        result["isolation"]["passed"] = not problems
+        return problems
 
     def _create_hint(self, exc):
         text = str(getattr(exc, "explanation", None) or exc)
@@ -499,7 +543,10 @@ class Verifier:
         node_machine = os.uname().machine
         facts = params["gpu_facts"] or {}
         gpus = host_gpus(facts)
-        self.access = resolve_gpu_access(params["gpu_access"], gpus)
+        runtimes = ()
+        if params["gpu_access"] == "auto" and gpus:
+            runtimes = tuple((self.client.info().get("Runtimes") or {}).keys())
+        self.access = resolve_gpu_access(params["gpu_access"], gpus, runtimes, params["runtime"])
         requested = params["gpus"] or ["all"]
         all_requested = [str(x).strip() for x in requested] == ["all"]
         try:
@@ -586,6 +633,7 @@ def main():
                 profile=dict(type="path"),
                 command=dict(type="list", elements="str", default=["/verify"]),
                 timeout=dict(type="int", default=300),
+                isolation=dict(type="bool", default=True),
             )),
         ),
         supports_check_mode=True,

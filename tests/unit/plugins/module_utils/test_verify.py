@@ -17,6 +17,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import 
     go_arch,
     host_gpus,
     image_arch_problem,
+    isolation_problems,
     normalize_bus_id,
     parse_bsub_job_id,
     parse_nvidia_smi_xml,
@@ -56,8 +57,10 @@ def two_gpu_facts():
     return facts
 
 
-def report(arch="x86_64", xml=None, rc=0):
+def report(arch="x86_64", xml=None, rc=0, visible=None):
     lines = ["hpc-verify: 1", "arch=%s" % arch]
+    if visible is not None:
+        lines += ["nvidia_visible_devices=%s" % visible, "cuda_visible_devices=0"]
     if xml is None:
         lines.append("nvidia_smi=absent")
     else:
@@ -270,3 +273,42 @@ def test_parse_bsub_job_id():
     assert parse_bsub_job_id("Job <7> is submitted to queue <normal>.\n") == 7
     assert parse_bsub_job_id("powerai: No such application. Job not submitted.\n") is None
     assert parse_bsub_job_id(None) is None
+
+
+def test_bsub_argv_asks_lsf_for_gpus():
+    argv = bsub_argv("powerai", "gpu02", ["/verify"], gpus=4)
+    assert argv[3:] == ["sh", "", "-app", "powerai", "-I", "-m", "gpu02", "-gpu", "num=4", "/verify"]
+    assert "-gpu" not in bsub_argv("powerai", "head", ["/verify"], gpus=0)
+
+
+def one_gpu_xml(which):
+    """The two-GPU recording cut down to GPU ``which`` (0 or 1), as a one-GPU container prints it."""
+    xml = two_gpu_xml()
+    blocks = xml.split("<gpu ")
+    keep = blocks[1 + which].split("</gpu>")[0]
+    head = blocks[0].replace("<attached_gpus>2</attached_gpus>", "<attached_gpus>1</attached_gpus>")
+    return head + "<gpu " + keep + "</gpu>\n</nvidia_smi_log>\n"
+
+
+def test_report_carries_the_containers_gpu_variables():
+    parsed = report(xml=one_gpu_xml(1), visible="1")
+    assert parsed["nvidia_visible_devices"] == "1" and parsed["cuda_visible_devices"] == "0"
+    assert report()["nvidia_visible_devices"] is None
+
+
+@pytest.mark.parametrize("xml, visible, problem", [
+    (lambda: one_gpu_xml(1), "1", None),
+    (lambda: one_gpu_xml(1), SECOND_UUID, None),
+    (lambda: one_gpu_xml(0), "1", "isolation: LSF allocated %s but the container sees %s" % (SECOND_UUID.lower(), A100_UUID.lower())),
+    (two_gpu_xml, "1", "isolation: a job that LSF allocated 1 GPU(s) sees 2 (every GPU of the node: the profile hands all GPUs to every job)"),
+    (two_gpu_xml, "all", "isolation: a job that LSF allocated 1 GPU(s) sees 2 (every GPU of the node: the profile hands all GPUs to every job)"),
+    (lambda: None, "void", "isolation: a job that LSF allocated 1 GPU(s) sees 0"),
+    (lambda: one_gpu_xml(0), "", "isolation: the job's NVIDIA_VISIBLE_DEVICES is '', not the GPUs LSF allocated"),
+    (lambda: one_gpu_xml(0), "7", "isolation: requested GPU '7' is not on this host"),
+], ids=["exact", "by-uuid", "wrong-gpu", "leaks-all", "profile-says-all", "no-gpu", "not-named", "unknown-index"])
+def test_isolation_problems(xml, visible, problem):
+    problems = isolation_problems(report(xml=xml(), visible=visible), host_gpus(two_gpu_facts()), 1)
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problems[0].startswith(problem), problems

@@ -80,14 +80,19 @@ class FakeClient:
     """Records every call; holds one local image (or none)."""
 
     def __init__(self, arch="amd64" if MACHINE == "x86_64" else MACHINE, present=True, out=CPU_OUTPUT, err="",
-                 code=0, **container_kw):
+                 code=0, runtimes=("runc",), **container_kw):
         self.calls = []
+        self.runtimes = runtimes
         self.created = None
         self.arch, self.present = arch, present
         self.out, self.err, self.code = out, err, code
         self.container_kw = container_kw
         self.images = self
         self.containers = self
+
+    def info(self):
+        self.calls.append("info")
+        return {"Runtimes": dict((name, {"path": name}) for name in self.runtimes)}
 
     # images.*
     def get(self, ref):
@@ -131,7 +136,7 @@ def test_check_mode_runs_nothing(run):
     res = run(client, image="r:5000/hpc/verify:1", gpu_facts=FACTS, _ansible_check_mode=True)
     assert res["changed"] is False and res["passed"] is None
     assert res["gpu_access"] == "device_requests"
-    assert client.calls == ["close"]
+    assert client.calls == ["info", "close"]  # only reads: which runtimes Docker has
 
 
 def test_cpu_node_passes_and_container_is_removed(run):
@@ -154,6 +159,15 @@ def test_gpu_node_device_requests_all(run):
     request = client.created["device_requests"][0]
     assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
     assert res["gpus"]["requested"] == [UUID] and res["gpus"]["container"] == 1
+
+
+def test_auto_takes_the_nvidia_runtime_when_docker_has_it(run):
+    """auto goes the way the LSF profiles go: --runtime=nvidia and NVIDIA_VISIBLE_DEVICES, when Docker has it."""
+    client = FakeClient(out=gpu_output(), runtimes=("runc", "nvidia"))
+    res = run(client, image="r:5000/hpc/verify:1", gpu_facts=FACTS)
+    assert res["passed"] is True and res["gpu_access"] == "nvidia_runtime"
+    assert client.created["runtime"] == "nvidia" and client.created["environment"]["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert "device_requests" not in client.created
 
 
 def test_gpu_node_by_uuid_with_nvidia_runtime(run):
@@ -252,12 +266,16 @@ def test_benchmark_same_loop_host_and_container(run):
 
 BSUB = """#!/bin/sh
 # recording stand-in for bsub: logs its argv, prints the submission line, then the job output
-printf '%s\\n' "$@" > "$BSUB_LOG"
+printf '%s\\n' "$@" >> "$BSUB_LOG"
+echo "--" >> "$BSUB_LOG"
 [ -n "$BSUB_REFUSE" ] && { echo "$BSUB_REFUSE" >&2; exit 255; }
 echo "Job <4711> is submitted to default queue <interactive>."
 echo "<<Waiting for dispatch ...>>"
 echo "<<Starting on $(hostname)>>"
 [ -n "$BSUB_SLEEP" ] && sleep "$BSUB_SLEEP"
+case " $* " in
+    *" num=1 "*) [ -n "$BSUB_ONE_GPU_OUTPUT" ] && { printf '%b' "$BSUB_ONE_GPU_OUTPUT"; exit 0; } ;;
+esac
 printf '%b' "$BSUB_JOB_OUTPUT"
 exit "${BSUB_JOB_RC:-0}"
 """
@@ -284,7 +302,7 @@ def test_lsf_job_gives_the_same_verdict_and_its_submission(run, lsf):
     option, log = lsf
     res = run(FakeClient(), image="r:5000/hpc/verify:1", lsf=option)
     assert res["_rc"] == 0 and res["passed"] is True, res
-    assert log.read_text().splitlines() == ["-app", "powerai", "-I", "-m", "gpu01", "/verify"]
+    assert log.read_text().splitlines() == ["-app", "powerai", "-I", "-m", "gpu01", "/verify", "--"]
     job = res["lsf"]
     assert job["job_id"] == 4711 and job["passed"] is True and job["exit_code"] == 0
     assert job["architecture"] == {"node": MACHINE, "container": MACHINE}
@@ -329,3 +347,47 @@ def test_lsf_not_submitted_in_check_mode(run, lsf):
     option, log = lsf
     res = run(FakeClient(), image="r:5000/hpc/verify:1", lsf=option, _ansible_check_mode=True)
     assert res["passed"] is None and "lsf" not in res and not log.exists()
+
+
+SECOND = "GPU-0b5d9b0c-6f3e-4c55-9c2a-5d3e1f0a7b11"
+TWO_FACTS = dict(FACTS, gpus=FACTS["gpus"] + [{"index": 1, "uuid": SECOND, "pci_bus_id": "00000000:3B:00.0",
+                                                "minor_number": 1}])
+
+
+def two_gpu_output():
+    start, end = XML.index("<gpu "), XML.index("</gpu>") + len("</gpu>")
+    second = (XML[start:end].replace(UUID, SECOND).replace("00000000:00:04.0", "00000000:3B:00.0")
+              .replace("<minor_number>0", "<minor_number>1"))
+    xml = (XML[:end] + "\n" + second + XML[end:]).replace("<attached_gpus>1</", "<attached_gpus>2</")
+    return "hpc-verify: 1\narch=%s\nnvidia_visible_devices=0,1\nnvidia_smi=present\nnvidia_smi_rc=0\n%s\n%s\n%s\n" % (
+        MACHINE, SMI_BEGIN, xml, SMI_END)
+
+
+@pytest.mark.parametrize("one_gpu_job, passed, reason", [
+    # the one-GPU job sees the GPU LSF gave it (index 1 on the host, the second UUID)
+    (lambda: gpu_output().replace(UUID, SECOND).replace("00000000:00:04.0", "00000000:3B:00.0")
+     .replace("<minor_number>0", "<minor_number>1").replace("nvidia_smi=present", "nvidia_visible_devices=1\nnvidia_smi=present"),
+     True, None),
+    # a profile that hands every GPU to every job
+    (two_gpu_output, False,
+     "LSF: isolation: a job that LSF allocated 1 GPU(s) sees 2 (every GPU of the node: the profile hands all GPUs "
+     "to every job)"),
+], ids=["isolated", "leaks-every-gpu"])
+def test_lsf_one_gpu_job_must_see_only_its_gpu(run, lsf, monkeypatch, one_gpu_job, passed, reason):
+    option, log = lsf
+    monkeypatch.setenv("BSUB_JOB_OUTPUT", two_gpu_output())
+    monkeypatch.setenv("BSUB_ONE_GPU_OUTPUT", one_gpu_job())
+    res = run(FakeClient(out=two_gpu_output()), image="r:5000/hpc/verify:1", gpu_facts=TWO_FACTS, gpus=["all"],
+              gpu_access="device_requests", lsf=option, fail_on_mismatch=False)
+    jobs = log.read_text().split("--\n")[:-1]
+    assert [job.splitlines()[4:] for job in jobs] == [["gpu01", "-gpu", "num=2", "/verify"],
+                                                      ["gpu01", "-gpu", "num=1", "/verify"]]
+    assert res["lsf"]["isolation"]["passed"] is passed
+    assert res["passed"] is passed
+    if reason:
+        assert res["reasons"] == [reason]
+    # without isolation, only the all-GPU job is submitted
+    log.unlink()
+    res = run(FakeClient(out=two_gpu_output()), image="r:5000/hpc/verify:1", gpu_facts=TWO_FACTS,
+              gpu_access="device_requests", lsf=dict(option, isolation=False), fail_on_mismatch=False)
+    assert res["passed"] is True and log.read_text().count("--\n") == 1
