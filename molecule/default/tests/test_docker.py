@@ -4,11 +4,12 @@
 """Docker engine and NVIDIA runtime on the test-bed nodes, checked on the real
 dockerd inside each node.
 
-Nodes whose inventory sets ``nvidia_container_runtime_enabled: true`` got the
-NVIDIA runtime from the STAND-IN package repository
-(molecule/resources/nvidia-standin): its ``nvidia-container-runtime`` logs
-each call to /run/nvidia-standin/runtime.log and then execs runc, so a
-container started with ``--runtime nvidia`` really runs (without a GPU).
+The GPU nodes got the NVIDIA runtime because the role's default
+(``nvidia_container_runtime_enabled: auto``) found their GPUs, through the
+test bed's stand-in libnvidia-ml.so.1. The toolkit comes from the STAND-IN
+package repository (molecule/resources/nvidia-standin): its
+``nvidia-container-runtime`` logs each call to /run/nvidia-standin/runtime.log,
+hands the container the GPUs NVIDIA_VISIBLE_DEVICES names, and then execs runc.
 
 Images cannot be pulled here, so each node builds a one-binary image from its
 own /usr/bin/echo and the libraries ldd names.
@@ -40,19 +41,14 @@ def _host_vars(host):
 
 
 def _runtime_expected(host):
-    return str(_host_vars(host).get("nvidia_container_runtime_enabled", "auto")).lower() in ("true", "yes")
+    """GPU nodes: the role's default (auto) finds their GPUs through the stand-in NVML library."""
+    return "gpu_nodes" in _host_vars(host).get("group_names", [])
 
 
 def _runtime_nodes():
     if not INVENTORY:
         return []
-    runner = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
-    return sorted(
-        name
-        for name in runner.get_hosts("all")
-        if str(runner.get_variables(name).get("nvidia_container_runtime_enabled", "auto")).lower()
-        in ("true", "yes")
-    )
+    return sorted(testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("gpu_nodes"))
 
 
 def _docker_json(host, fmt):

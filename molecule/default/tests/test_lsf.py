@@ -302,28 +302,29 @@ def test_exec_driver_and_starter_wrapper(host, read):
     assert "BASH_FUNC_" in wrapper.content_string
 
 
-def test_starter_wrapper_strips_bash_functions(host, read):
-    """Run the installed wrapper against a stand-in driver: BASH_FUNC_* gone, umask set."""
+def test_starter_wrapper_ignores_a_hostile_job_environment(host, read):
+    """The installed wrapper, run as LSF would with a submitter's environment: LSF_SERVERDIR and PYTHONPATH point
+    at code that must never run; the driver of the fixed LSF_SERVERDIR (the recording stub) runs instead, with the
+    job's arguments, even with an exported bash function and a restrictive umask in the environment."""
     exec_driver = profiles(read(LSB_APPLICATIONS))["powerai"]["EXEC_DRIVER"]
     starter = clause(exec_driver, "starter", "[", "]")
-    probe_dir = "/tmp/lsf-docker-starter-probe"
-    driver = "\n".join([
-        "import os, sys",
-        "print(sorted(k for k in os.environ if k.startswith('BASH_FUNC_')))",
-        "print(oct(os.umask(0)))",
-        "print(sys.argv[1:])",
-    ]) + "\n"
-    host.run_test("mkdir -p %s && printf %%s %s > %s/docker-starter.py",
-                  probe_dir, driver, probe_dir)
+    evil = "/tmp/lsf-docker-starter-evil"
+    canary = evil + "/ran"
+    payload = "open(%r, 'w').write('ran')\n" % canary
+    host.run_test("mkdir -p %s && printf %%s %s > %s/docker-starter.py && cp %s/docker-starter.py %s/sitecustomize.py",
+                  evil, payload, evil, evil, evil)
+    before = len(read_stub_calls(host))
     try:
-        # An exported bash function as Lmod leaves it, and a restrictive umask.
-        # env execs the wrapper directly: sh (dash) would drop such a variable.
-        probe = host.run("umask 077; env %s LSF_SERVERDIR=%s %s a b",
-                         "BASH_FUNC_ml%%=() {  eval $(lmod ml) \n}", probe_dir, starter)
+        # env execs the wrapper directly: sh (dash) would drop the bash function variable.
+        probe = host.run("umask 077; env %s LSF_SERVERDIR=%s PYTHONPATH=%s %s a b",
+                         "BASH_FUNC_ml%%=() {  eval $(lmod ml) \n}", evil, evil, starter)
+        ran = host.file(canary).exists
     finally:
-        host.run("rm -rf %s", probe_dir)
+        host.run("rm -rf %s", evil)
     assert probe.rc == 0, probe.stderr
-    assert probe.stdout.splitlines() == ["[]", "0o22", "['a', 'b']"]
+    assert not ran
+    drivers = [c for c in read_stub_calls(host)[before:] if c["cmd"] == "docker-starter.py"]
+    assert [c["argv"] for c in drivers] == [["a", "b"]]
 
 
 def test_python_for_the_exec_driver(host):
@@ -347,3 +348,11 @@ def test_ckconfig_then_each_needed_reload_once(stub_calls):
 def test_lsf_commands_ran_with_the_cluster_envdir(stub_calls):
     admin = [c for c in stub_calls if c["cmd"] in ("lsadmin", "badmin")]
     assert admin and all(c["lsf_envdir"] == CONFDIR for c in admin)
+
+
+def test_lshosts_confirms_the_docker_resource_after_the_reload(stub_calls):
+    """After the reload the role asks LSF itself which hosts carry the resource (once, after lsadmin reconfig)."""
+    order = [(c["cmd"], c["argv"]) for c in stub_calls if c["cmd"] in ("lsadmin", "badmin", "lshosts")]
+    reload = order.index(("lsadmin", ["reconfig", "-f"]))
+    checks = [call for call in order if call == ("lshosts", ["-w", "-R", "select[docker]"])]
+    assert len(checks) == 1 and order.index(checks[0]) > reload, order

@@ -6,11 +6,13 @@
 * verify.yml passes on every Docker host: the verification image from the private registry runs on the node's
   dockerd, reports the node's architecture, and (GPU nodes, group_vars/gpu_nodes.yml) the same check goes through
   LSF as ``bsub -app powerai -I -m <node> /verify``, which the recording bsub stub runs as LSF's Docker driver
-  would (``docker run`` with the profile's options); the CPU overhead run gives a ratio per node.
+  would (through the profile's starter, ``docker run`` with the profile's options and the job's environment); the
+  CPU overhead run gives a ratio per node.
 * A profile LSF does not know fails that node with LSF's message, and verify.yml fails.
 * A missing image and an image built for another architecture fail with messages that say so.
 
-The nodes have no GPU: the GPU comparison itself is unit-tested against recorded NVML and nvidia-smi output.
+The GPU nodes answer NVML through the test bed's stand-in driver library (values recorded from real devices), and
+the stand-in runtime gives a container the GPUs NVIDIA_VISIBLE_DEVICES names: the comparison runs on real plumbing.
 """
 from __future__ import annotations
 
@@ -121,21 +123,41 @@ def test_summary_table_lists_every_node_with_the_overhead_ratio(verify_run):
         assert len(rows) == 1 and str(bench["ratio"]) in rows[0], proc.stdout[-3000:]
 
 
+def test_gpu_nodes_show_all_their_gpus_in_the_container(verify_run):
+    """gpus h/c: gpu01 2/2, gpu02 4/4 (the stand-in NVML values), compared by UUID on both paths."""
+    proc, report, dummy = verify_run
+    for node in GPU_NODES:
+        count = _node(node).check_output("grep -c '^gpu\\.[0-9]*\\.uuid=' /etc/nvidia-standin/nvml.conf")
+        gpus = report[node]["gpus"]
+        assert gpus["host"] == gpus["container"] == int(count) >= 2, (node, gpus)
+        assert sorted(g["uuid"] for g in gpus["container_gpus"]) == sorted(gpus["requested"])
+        assert re.search(r"%s +\S+ +%s/%s +PASS " % (node, count, count), proc.stdout), proc.stdout[-3000:]
+    assert len({report[node]["gpus"]["host"] for node in GPU_NODES}) == len(GPU_NODES)
+
+
 def test_gpu_nodes_verified_through_lsf(verify_run):
     dummy, report, calls = verify_run
     for node in GPU_NODES:
         lsf = report[node]["lsf"]
+        count = report[node]["gpus"]["host"]
         assert lsf["passed"] is True and lsf["app"] == "powerai", (node, lsf)
         assert lsf["architecture"]["container"] == lsf["architecture"]["node"]
+        assert lsf["gpus"]["container"] == count
         submitted = [call for call in calls[node] if call["cmd"] == "bsub"]
         jobs = [call for call in calls[node] if call["cmd"] == "bsub-job"]
-        # submitted by the Docker driver's user, not root, on that node, into the profile's container
-        assert [(c["user"], c["argv"]) for c in submitted] == [("lsfadmin", ["-app", "powerai", "-I", "-m", node,
-                                                                             "/verify"])]
-        assert len(jobs) == 1 and jobs[0]["job"] == lsf["job_id"]
-        run = jobs[0]["run"]
-        assert run[:2] == ["docker", "run"] and run[-2:] == [IMAGE, "/verify"]
-        assert "--runtime=nvidia" in run and "--volume=/etc/passwd:/etc/passwd:ro" in run
+        # submitted by the Docker driver's user, not root, on that node, into the profile's container: first a job
+        # with all of the node's GPUs, then the one-GPU job of the isolation check
+        assert [(c["user"], c["argv"]) for c in submitted] == [
+            ("lsfadmin", ["-app", "powerai", "-I", "-m", node, "-gpu", "num=%d" % count, "/verify"]),
+            ("lsfadmin", ["-app", "powerai", "-I", "-m", node, "-gpu", "num=1", "/verify"])]
+        assert len(jobs) == 2 and jobs[0]["job"] == lsf["job_id"] and jobs[1]["job"] == lsf["isolation"]["job_id"]
+        assert [len(job["gpus"]) for job in jobs] == [count, 1]
+        assert lsf["isolation"]["passed"] is True and lsf["isolation"]["allocated"] == str(jobs[1]["gpus"][0])
+        for job in jobs:
+            run = job["run"]
+            assert run[:2] == ["docker", "run"] and run[-2:] == [IMAGE, "/verify"]
+            assert "--runtime=nvidia" in run and "--volume=/etc/passwd:/etc/passwd:ro" in run
+            assert job["starter"].endswith("/lsf-docker-starter.py")
     # the CPU-only head has no LSF check (the GPU profile is not for it)
     assert all(report[node]["lsf"] is None for node in DOCKER_HOSTS if node not in GPU_NODES)
 

@@ -14,6 +14,16 @@ Switches (files) for failure tests:
   /etc/lsf-stub/fail-badmin-ckconfig    only badmin ckconfig fails
 Without a switch, "ckconfig" still checks the structure LSF itself rejects:
 Begin/End pairs and, in table sections, one value per header column.
+
+Jobs (bsub -I) run as LSF runs them on the execution host:
+  * -gpu "num=N" allocates N free GPUs of this host (the host's GPUs are the
+    test bed's stand-in NVML values, /etc/nvidia-standin/nvml.conf; busy ones
+    are recorded under the state directory while a job runs) and exports
+    CUDA_VISIBLE_DEVICES with their indices, as LSF does for GPU jobs;
+  * a profile with CONTAINER runs the job in a container: through the
+    EXEC_DRIVER's starter[] when the profile names one (the starter execs
+    LSF_SERVERDIR/docker-starter.py, which this stub provides), and the job's
+    environment goes into the container, as LSF's Docker driver does.
 """
 
 import datetime
@@ -31,6 +41,12 @@ LOG_DIR = os.environ.get("LSF_STUB_LOG_DIR", "/var/log/lsf-stub")
 SWITCH_DIR = os.environ.get("LSF_STUB_SWITCH_DIR", "/etc/lsf-stub")
 STATE_DIR = os.environ.get("LSF_STUB_STATE_DIR", "/var/lib/lsf-stub")
 DEFAULT_ENVDIR = "/usr/share/lsf/conf"
+NVML_VALUES = os.environ.get("NVIDIA_STANDIN_NVML_CONF", "/etc/nvidia-standin/nvml.conf")
+# Job environment the Docker driver does not carry into the container (host-only or the stub's own).
+HOST_ONLY_ENV = frozenset(("PATH", "HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "TERM", "SHELL", "MAIL",
+                           "LS_COLORS", "DISPLAY", "XDG_RUNTIME_DIR", "XDG_SESSION_ID", "SUDO_COMMAND",
+                           "SUDO_USER", "SUDO_UID", "SUDO_GID"))
+DOCKER_RUN_ENV = "LSF_STUB_DOCKER_RUN"
 VERSION_BANNER = "IBM Spectrum LSF Standard 10.1.0.13, Jan 17 2023"
 
 
@@ -324,8 +340,18 @@ def memory():
     return "-"
 
 
+def selected_resources(argv):
+    """The resource names of ``-R "select[a && b]"`` (or ``-R a``): lshosts lists hosts that have all."""
+    if "-R" not in argv or argv.index("-R") + 1 >= len(argv):
+        return []
+    text = argv[argv.index("-R") + 1]
+    match = re.search(r"select\[([^\]]*)\]", text)
+    return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", match.group(1) if match else text)
+
+
 def cmd_lshosts(argv, conf):
-    wanted = [a for a in argv if not a.startswith("-")]
+    required = selected_resources(argv)
+    wanted = [a for i, a in enumerate(argv) if not a.startswith("-") and (i == 0 or argv[i - 1] != "-R")]
     auto_type, auto_model, cpuf = machine()
     emit("%-12s %-13s %-9s %5s %5s %7s %7s %6s %s" % (
         "HOST_NAME", "type", "model", "cpuf", "ncpus", "maxmem", "maxswp", "server", "RESOURCES"))
@@ -338,6 +364,8 @@ def cmd_lshosts(argv, conf):
         server = "Yes" if row.get("server", "1") == "1" else "No"
         resources = row.get("resources", "")
         resources = "" if resources in ("-",) else resources
+        if any(name not in resources.strip("()").split() for name in required):
+            continue
         emit("%-12s %-13s %-9s %5.1f %5d %7s %7s %6s (%s)" % (
             name, host_type, model, cpuf, os.cpu_count() or 1, memory(), "-", server, resources))
     return 0
@@ -408,8 +436,12 @@ def bracket_argument(value, keyword):
     return None
 
 
-def container_command(container, command):
-    """docker run argv for CONTAINER = docker[image(..) options(..)], as LSF's driver would."""
+def container_command(container, command, env=None):
+    """docker run argv for CONTAINER = docker[image(..) options(..)], as LSF's driver would.
+
+    The job environment (``env``) goes into the container by name (``--env NAME``), as LSF's
+    Docker driver carries the job's environment into the job container.
+    """
     runtime = container.split("[", 1)[0].strip()
     if runtime not in ("docker", "nvidia-docker"):
         raise ValueError("runtime %s is not supported by the stub" % runtime)
@@ -422,7 +454,9 @@ def container_command(container, command):
             words += shlex.split(subprocess.run([word[1:]], check=True, capture_output=True, text=True).stdout)
         else:
             words.append(word)
-    return ["docker", "run"] + words + [image] + command
+    passed = ["--env=%s" % name for name in sorted(env or {}) if name not in HOST_ONLY_ENV
+              and not name.startswith("LSF_STUB_")]
+    return ["docker", "run"] + passed + words + [image] + command
 
 
 def next_job_id():
@@ -440,6 +474,65 @@ def next_job_id():
         os.close(fd)
 
 
+def host_gpus():
+    """Indices of this host's GPUs, as LSF's GPU auto-configuration finds them through NVML."""
+    count = 0
+    try:
+        with open(NVML_VALUES, encoding="utf-8") as handle:
+            for line in handle:
+                key, _sep, value = line.partition("=")
+                if key.strip() == "gpu.count":
+                    count = int(value.split("#")[0].strip())
+    except OSError:
+        return []
+    return list(range(count))
+
+
+def gpu_request(value):
+    """num=N of a -gpu requirement (LSF's default is 1)."""
+    if value in (None, "-"):
+        return 1
+    match = re.search(r"(?:^|:)num=(\d+)", value)
+    return int(match.group(1)) if match else 1
+
+
+def allocate_gpus(job, count):
+    """Take ``count`` free GPUs of this host for ``job`` (lowest indices first, as LSF packs them)."""
+    directory = os.path.join(STATE_DIR, "gpus")
+    os.makedirs(directory, exist_ok=True)
+    lock = open_shared(os.path.join(STATE_DIR, "gpus.lock"), os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        busy = set()
+        for name in os.listdir(directory):
+            with open(os.path.join(directory, name), encoding="utf-8") as handle:
+                busy.update(json.load(handle))
+        free = [index for index in host_gpus() if index not in busy]
+        if len(free) < count:
+            raise ValueError("job <%d> asks for %d GPU(s); %s has %d free of %d" % (
+                job, count, socket.gethostname(), len(free), len(host_gpus())))
+        taken = free[:count]
+        fd = open_shared(os.path.join(directory, str(job)), os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, json.dumps(taken).encode())
+        os.close(fd)
+        return taken
+    finally:
+        os.close(lock)
+
+
+def release_gpus(job):
+    try:
+        os.unlink(os.path.join(STATE_DIR, "gpus", str(job)))
+    except OSError:
+        pass
+
+
+def bracket_clause(value, keyword):
+    """The text inside keyword[...] of an EXEC_DRIVER value."""
+    match = re.search(r"(?<![A-Za-z_])" + re.escape(keyword) + r"\[([^\]]*)\]", value or "")
+    return match.group(1).strip() if match else None
+
+
 def cmd_bsub(argv, conf):
     options, command = parse_bsub(argv)
     if not command:
@@ -448,28 +541,63 @@ def cmd_bsub(argv, conf):
     interactive = any(flag in options for flag in ("-I", "-Is", "-Ip", "-K"))
     queue = options.get("-q", "interactive" if interactive else "normal")
     job = next_job_id()
+    env = dict(os.environ, LSB_JOBID=str(job), LSB_HOSTS=socket.gethostname(), LSB_QUEUE=queue)
+    gpus = []
+    if "-gpu" in options:
+        gpus = allocate_gpus(job, gpu_request(options["-gpu"]))
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(index) for index in gpus)
     run = command
     app_name = options.get("-app")
+    starter = None
     if app_name:
         settings = application(conf, app_name)
         if settings is None:
+            release_gpus(job)
             emit("%s: No such application. Job not submitted." % app_name, file=sys.stderr)
             return 255
         if settings.get("CONTAINER"):
-            run = container_command(settings["CONTAINER"], command)
-    record("bsub-job", argv, {"job": job, "run": run, "queue": queue, "app": app_name})
+            run = container_command(settings["CONTAINER"], command, env)
+            starter = bracket_clause(settings.get("EXEC_DRIVER"), "starter")
+    record("bsub-job", argv, {"job": job, "run": run, "queue": queue, "app": app_name, "gpus": gpus,
+                              "starter": starter})
     emit("Job <%d> is submitted to %squeue <%s>." % (job, "" if "-q" in options else "default ", queue))
     if not interactive:
+        release_gpus(job)
         return 0
     emit("<<Waiting for dispatch ...>>")
     emit("<<Starting on %s>>" % socket.gethostname())
     sys.stdout.flush()
-    return subprocess.call(run)
+    try:
+        if starter:
+            # LSF runs the EXEC_DRIVER starter with the job's environment; it ends in
+            # LSF_SERVERDIR/docker-starter.py, which starts the container.
+            env[DOCKER_RUN_ENV] = json.dumps(run)
+            return subprocess.call([starter], env=env)
+        return subprocess.call(run, env=env)
+    finally:
+        release_gpus(job)
 
 
 def cmd_driver(argv, conf):
-    # LSF_SERVERDIR/docker-{starter,control,monitor}.py: recorded, nothing else.
-    return 0
+    """LSF_SERVERDIR/docker-{starter,control,monitor}.py.
+
+    docker-starter.py, reached through a profile's starter with a job to start, runs
+    the job container with the environment it was given (after the starter's changes).
+    The others are only recorded.
+    """
+    planned = os.environ.get(DOCKER_RUN_ENV)
+    if os.path.basename(sys.argv[0]) != "docker-starter.py" or not planned:
+        return 0
+    run = json.loads(planned)
+    # The environment as the starter left it: re-derive the --env names from it.
+    names = ["--env=%s" % name for name in sorted(os.environ) if name not in HOST_ONLY_ENV
+             and not name.startswith("LSF_STUB_")]
+    words = [word for word in run[2:] if not word.startswith("--env=") or "=" in word[len("--env="):]]
+    argv = run[:2] + names + words
+    env = dict((k, v) for k, v in os.environ.items() if k != DOCKER_RUN_ENV)
+    record("docker-run", argv, {"env": {k: env[k] for k in sorted(env) if k.endswith("VISIBLE_DEVICES")}})
+    sys.stdout.flush()
+    return subprocess.call(argv, env=env)
 
 
 COMMANDS = {
