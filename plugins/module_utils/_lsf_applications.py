@@ -73,7 +73,7 @@ __all__ = ["ApplicationsFile", "Profile", "apply_profiles", "LsfSyntaxError", "L
 # Lines are broken with ' \' continuations beyond this width.
 LINE_WIDTH = 80
 
-_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _FIRST_KEYS = ("NAME", "DESCRIPTION", "CONTAINER", "EXEC_DRIVER")
 
 
@@ -242,7 +242,9 @@ def desired_entries(request):
     """Map one profile request (the module's structured form) to ``[(KEY, wanted)]``.
 
     ``wanted`` is a ContainerSpec, an ExecDriverSpec, text, or None (remove the
-    key).  Raises ValueError for what cannot be written.
+    key).  Raises ValueError for what cannot be written, before any file is
+    touched; the message names the profile and the key
+    (``application powerai: DESCRIPTION: value 'x\\ny' contains a line break``).
     """
     name = request.get("name")
     if not name or not isinstance(name, str):
@@ -250,38 +252,50 @@ def desired_entries(request):
     check_value_text(name, "profile name")
     if len(value_tokens(name)) != 1 or any(c in name for c in "\"'()[]="):
         raise ValueError("profile name %r must be one word" % name)
+    where = "application %s: " % name
     out = [("NAME", name)]
     parameters = dict(request.get("parameters") or {})
     taken = {}
     for key in parameters:
         if not isinstance(key, str) or not _KEY_RE.match(key):
-            raise ValueError("parameter name %r is not a valid lsb.applications key" % (key,))
+            raise ValueError(where + "parameter name %r is not a valid lsb.applications key" % (key,))
+        if key.lower() in ("begin", "end"):
+            raise ValueError(where + "parameter name %r would be read as %s line and break the file"
+                             % (key, "an End" if key.lower() == "end" else "a Begin"))
         if key.upper() in taken:
-            raise ValueError("parameter %s is given twice (as %s and %s)" % (key.upper(), taken[key.upper()], key))
+            raise ValueError(where + "parameter %s is given twice (as %s and %s)"
+                             % (key.upper(), taken[key.upper()], key))
         taken[key.upper()] = key
     if "NAME" in taken:
-        raise ValueError("set the profile name with name, not parameters.NAME")
+        raise ValueError(where + "set the profile name with name, not parameters.NAME")
     for option, key in (("description", "DESCRIPTION"), ("container", "CONTAINER"),
                         ("exec_driver", "EXEC_DRIVER")):
         if request.get(option) is not None and key in taken:
-            raise ValueError("%s and parameters.%s both set %s" % (option, taken[key], key))
-    if request.get("description") is not None:
-        description = str(request["description"])
-        check_value_text(description, "description")
-        out.append(("DESCRIPTION", description))
-    if request.get("container") is not None:
-        out.append(("CONTAINER", container_from_params(request["container"])))
-    if request.get("exec_driver") is not None:
-        out.append(("EXEC_DRIVER", exec_driver_from_params(request["exec_driver"])))
-    for key, value in parameters.items():
-        if value is None:
-            out.append((key.upper(), None))
-            continue
-        if isinstance(value, bool):
-            value = "Y" if value else "N"
-        value = str(value)
-        check_value_text(value, "parameter %s" % key.upper())
-        out.append((key.upper(), value))
+            raise ValueError(where + "%s and parameters.%s both set %s" % (option, taken[key], key))
+    try:
+        key = "DESCRIPTION"
+        if request.get("description") is not None:
+            description = str(request["description"])
+            check_value_text(description)
+            out.append((key, description))
+        key = "CONTAINER"
+        if request.get("container") is not None:
+            out.append((key, container_from_params(request["container"])))
+        key = "EXEC_DRIVER"
+        if request.get("exec_driver") is not None:
+            out.append((key, exec_driver_from_params(request["exec_driver"])))
+        for param, value in parameters.items():
+            key = param.upper()
+            if value is None:
+                out.append((key, None))
+                continue
+            if isinstance(value, bool):
+                value = "Y" if value else "N"
+            value = str(value)
+            check_value_text(value)
+            out.append((key, value))
+    except ValueError as exc:
+        raise ValueError("%s%s: %s" % (where, key, exc))
     return out
 
 
@@ -290,7 +304,12 @@ class ApplicationsFile:
 
     def __init__(self, text):
         self.doc = parse_document(text or "", default_shape="horizontal", quote_aware=False, join="drop")
-        self.warnings = list(self.doc.warnings)
+        self._parse_warnings = list(self.doc.warnings)
+        self._edit_warnings = []
+        # values that do not follow their grammar: (entry, key, profile, error);
+        # what happens to them is told by the warnings property
+        self._opaque = []
+        self._fate = {}  # first physical line of an entry -> "replaced" / "removed"
         self.profiles = []
         self._parsed = {}
         by_name = {}
@@ -303,12 +322,12 @@ class ApplicationsFile:
             self.profiles.append(profile)
             self._count[profile.name] = self._count.get(profile.name, 0) + 1
             if profile.name is None:
-                self.warnings.append("line %d: application profile without NAME; LSF ignores it"
-                                     % profile.lineno)
+                self._parse_warnings.append("line %d: application profile without NAME; LSF ignores it"
+                                            % profile.lineno)
                 continue
             if profile.name in by_name:
-                self.warnings.append("line %d: profile %s is also defined on line %d"
-                                     % (profile.lineno, profile.name, by_name[profile.name].lineno))
+                self._parse_warnings.append("line %d: profile %s is also defined on line %d"
+                                            % (profile.lineno, profile.name, by_name[profile.name].lineno))
             by_name[profile.name] = profile
             for key, parse in (("CONTAINER", parse_container), ("EXEC_DRIVER", parse_exec_driver)):
                 entry = profile.entry(key)
@@ -318,13 +337,32 @@ class ApplicationsFile:
                     spec = parse(entry.value)
                 except ValueSyntaxError as exc:
                     self._parsed[(key, entry.value)] = exc
-                    self.warnings.append("line %d: %s of profile %s does not follow the %s grammar (%s); "
-                                         "kept as it is" % (entry.lineno, key, profile.name, key, exc))
+                    self._opaque.append((entry, key, profile, exc))
                     continue
                 self._parsed[(key, entry.value)] = spec
         self._by_name = by_name
         self._touched = set()
         self._removed = set()
+
+    @property
+    def warnings(self):
+        """Parse warnings, then one per value that does not follow its grammar
+        saying what this edit does with it (kept, replaced or removed), then
+        the edit's own warnings."""
+        out = list(self._parse_warnings)
+        for entry, key, profile, exc in self._opaque:
+            if id(profile) in self._removed:
+                continue  # the whole profile goes
+            fate = self._fate.get(entry.line.start)
+            outcome = {"replaced": "replaced by the value requested",
+                       "removed": "removed"}.get(fate, "kept as it is")
+            out.append("line %d: %s of profile %s does not follow the %s grammar (%s); %s"
+                       % (entry.lineno, key, profile.name, key, exc, outcome))
+        out.extend(self._edit_warnings)
+        return out
+
+    def warn(self, message):
+        self._edit_warnings.append(message)
 
     def profile(self, name):
         return self._by_name.get(name)
@@ -355,9 +393,12 @@ class ApplicationsFile:
         section = profile.section
         start, end = section.begin.start, section.end.end
         lines = self.doc.lines
-        # take one separating blank line along so no double blank is left behind
+        # take one separating blank line along so no double blank is left behind;
+        # a last profile takes the blank before it (the one adding it put there)
         if end < len(lines) and not lines[end].strip() and (start == 0 or not lines[start - 1].strip()):
             end += 1
+        elif end == len(lines) and start > 0 and not lines[start - 1].strip():
+            start -= 1
         self.doc.delete_lines(start, end)
         self._removed.add(id(profile))
         return True
@@ -385,6 +426,7 @@ class ApplicationsFile:
             if value is None:
                 for entry in entries:
                     self.doc.delete_entry(entry)
+                    self._fate[entry.line.start] = "removed"
                     changed = True
                 continue
             if entries and _same(key, entries[-1].value, value, self._parsed):
@@ -396,7 +438,9 @@ class ApplicationsFile:
                 continue
             for entry in entries[:-1]:  # the earlier duplicates LSF ignores
                 self.doc.delete_entry(entry)
+                self._fate[entry.line.start] = "removed"
             entry = entries[-1]
+            self._fate[entry.line.start] = "replaced"
             line = entry.line
             prefix = entry.indent + entry.key + entry.sep
             new = _wrap(prefix, tokens)
@@ -413,11 +457,12 @@ class ApplicationsFile:
                 if entry.key.upper() in named:
                     continue
                 if profile.is_conditional(entry):
-                    self.warnings.append("line %d: %s of profile %s is set under #if (time-based "
-                                         "configuration); kept although the profile is exclusive"
-                                         % (entry.lineno, entry.key, name))
+                    self.warn("line %d: %s of profile %s is set under #if (time-based "
+                              "configuration); kept although the profile is exclusive"
+                              % (entry.lineno, entry.key, name))
                     continue
                 self.doc.delete_entry(entry)
+                self._fate[entry.line.start] = "removed"
                 changed = True
         if additions:
             # after the last entry, unless that would put the new ones inside an #if block
@@ -472,6 +517,7 @@ def apply_profiles(text, requests):
                 changed.append(request["name"])
             if request.get("container") is not None:
                 spec = container_from_params(request["container"])
-                doc.warnings.extend("profile %s: %s" % (request["name"], w) for w in spec.warnings())
+                for warning in spec.warnings():
+                    doc.warn("profile %s: %s" % (request["name"], warning))
     new_text = doc.render() if changed else (text or "")
     return new_text, changed, doc.warnings

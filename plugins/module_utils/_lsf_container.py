@@ -15,7 +15,9 @@ CONTAINER (IBM LSF 10.1 "Configuring containers with LSF")::
 ``options(...)`` holds raw ``docker run`` options, whitespace separated; a token
 ``@/path/script`` names a script whose output LSF splices in at run time.
 Parentheses nest inside a clause (the argument is read with a depth counter);
-quotes group blanks into one token.
+when reading, quotes group blanks into one token.  What is written never relies
+on that: LSF splits options() at blanks and documents no quoting, so
+:func:`container_from_params` refuses a blank inside one docker argument.
 
 EXEC_DRIVER::
 
@@ -36,6 +38,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import excerpt
+
 __all__ = [
     "ValueSyntaxError", "ContainerSpec", "ExecDriverSpec",
     "parse_container", "render_container_tokens", "render_container",
@@ -50,12 +54,23 @@ KNOWN_RUNTIMES = ("docker", "nvidia-docker", "shifter", "singularity", "podman",
 # to run Docker jobs"): using them is allowed by the parser but worth a warning.
 RESERVED_DOCKER_OPTIONS = ("--cgroup-parent", "--user", "-u", "--name", "-w", "--workdir", "--ulimit")
 
+# --ulimit limits that are not warned about.  LSF passes the job's limits to the
+# container with --ulimit, and an explicit one overrides LSF's; that matters for
+# the limits LSF enforces for jobs (CPULIMIT, FILELIMIT, DATALIMIT, STACKLIMIT,
+# CORELIMIT, MEMLIMIT... and any it may pass through).  LSF has no job limit for
+# locked memory, and RDMA/GPUDirect need it raised (the PowerAI runbook sets
+# --ulimit memlock=N:N), so memlock is not risky in that sense.
+ULIMITS_NOT_WARNED = ("memlock",)
+
 EXEC_DRIVER_SCRIPTS = ("starter", "controller", "monitor")
 
 _BLANKS = " \t"
 _WORD_RE = re.compile(r"[A-Za-z0-9_-]*")
 _SPECIAL_RE = re.compile(r"[\"'()\[\]]")
 _BLANK_RUN_RE = re.compile(r"[ \t]+")
+# NUL ends the text for LSF's C reader; \v, \f and the other control
+# characters are blanks to it or invisible in the file.  A tab is a blank.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 class ValueSyntaxError(ValueError):
@@ -67,18 +82,23 @@ class ValueSyntaxError(ValueError):
 
 
 def check_value_text(text, what="value"):
-    """Refuse text LSF's lsb reader would cut or split: '#', line breaks, a trailing '\\'.
+    """Refuse text LSF's lsb reader would cut or split: '#', line breaks, a
+    trailing '\\', NUL and other control characters.
 
     lsb.* readers end the line at any '#' (quotes do not protect it), so a '#'
     would silently truncate the value.  Raises ValueError with a readable reason.
     """
     if "#" in text:
-        raise ValueError("%s %r contains '#': lsb.* files end a line at any '#', "
-                         "so LSF would cut the value there" % (what, text))
+        raise ValueError("%s %s contains '#': lsb.* files end a line at any '#', "
+                         "so LSF would cut the value there" % (what, excerpt(text)))
     if "\n" in text or "\r" in text:
-        raise ValueError("%s %r contains a line break" % (what, text))
+        raise ValueError("%s %s contains a line break" % (what, excerpt(text)))
     if text.rstrip(_BLANKS).endswith("\\"):
-        raise ValueError("%s %r ends with '\\', which LSF reads as a line continuation" % (what, text))
+        raise ValueError("%s %s ends with '\\', which LSF reads as a line continuation" % (what, excerpt(text)))
+    bad = _CONTROL_RE.search(text)
+    if bad:
+        raise ValueError("%s %s contains the control character %r, which LSF does not read as written"
+                         % (what, excerpt(text), bad.group()))
 
 
 class _Reader:
@@ -246,12 +266,27 @@ class ContainerSpec:
         }
 
     def warnings(self):
-        """Options LSF reserves for itself (IBM: do not use them in options())."""
+        """Options LSF reserves for itself (IBM: do not use them in options()).
+
+        ``--ulimit`` is warned about unless it sets a limit in
+        :data:`ULIMITS_NOT_WARNED` (``memlock``: no LSF job limit to override).
+        """
         found = []
-        for token in self.options:
-            flag = token.split("=", 1)[0]
-            if flag in RESERVED_DOCKER_OPTIONS:
-                found.append("docker option %s is set by LSF itself; IBM advises against it in options()" % flag)
+        options = self.options
+        for index, token in enumerate(options):
+            flag, eq, value = token.partition("=")
+            if flag not in RESERVED_DOCKER_OPTIONS:
+                continue
+            if flag == "--ulimit":
+                if not eq and index + 1 < len(options) and not options[index + 1].startswith("-"):
+                    value = options[index + 1]
+                limit = value.split("=", 1)[0].strip("\"'")
+                if limit in ULIMITS_NOT_WARNED:
+                    continue
+                found.append("docker option --ulimit %s overrides the limit LSF sets for the job; IBM advises "
+                             "against --ulimit in options()" % (limit or "(no limit named)"))
+                continue
+            found.append("docker option %s is set by LSF itself; IBM advises against it in options()" % flag)
         return found
 
 
@@ -378,14 +413,40 @@ def _as_list(items, what):
 
 
 def _normalise_options(items, what):
+    """Option tokens of the items; refuse a blank inside one docker argument.
+
+    LSF splits options() at blanks and documents no quoting, so a mount path
+    with a blank would reach docker as several arguments (the part after the
+    blank even read as the image).  Each bare word must be the value of the
+    flag just before it (``--volume /a:/b``), an ``@script`` or a ``$VARIABLE``;
+    another bare word, or a word grouped by quotes or parentheses around a
+    blank, is refused.
+    """
     tokens = []
+    wants_value = False  # the previous token is a flag without "=value"
     for item in _as_list(items, what):
         item = str(item)
         check_value_text(item, what)
         try:
-            tokens.extend(split_option_tokens(item))
+            parts = split_option_tokens(item)
         except ValueSyntaxError as exc:
             raise ValueError("%s %r: %s" % (what, item, exc))
+        for part in parts:
+            if any(c in part for c in _BLANKS):
+                raise ValueError("%s %r has a blank inside one docker argument (%r): LSF splits options() at "
+                                 "blanks and has no documented quoting; use a path without blanks"
+                                 % (what, item, part))
+            if part.startswith("-"):
+                wants_value = "=" not in part
+            elif part.startswith(("@", "$")):  # an options script, or a variable that may stand for options
+                wants_value = False
+            elif wants_value:
+                wants_value = False
+            else:
+                raise ValueError("%s %r has a blank inside a value: %r would reach docker as a separate "
+                                 "argument (LSF splits options() at blanks and has no documented quoting); "
+                                 "use a path without blanks" % (what, item, part))
+        tokens.extend(parts)
     return tokens
 
 

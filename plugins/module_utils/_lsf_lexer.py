@@ -28,6 +28,8 @@ OpenLava reader that LSF descends from):
 Public API (stable):
 
 ``LsfSyntaxError(msg, line)``      error with a 1-based line number (``.msg``, ``.line``)
+``check_text(text)``               refuse a NUL byte (LSF's C reader stops at it) with its line
+``excerpt(text)``                  ``repr`` of text shortened for an error message
 ``physical_lines(text)``           list of lines with their endings
 ``split_eol(line)``                ``(body, eol)``
 ``split_comment(body, quote_aware=True)``  ``(code, comment_or_None)``
@@ -46,7 +48,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "LsfSyntaxError", "LogicalLine", "Token", "physical_lines", "split_eol",
+    "LsfSyntaxError", "LogicalLine", "Token", "check_text", "excerpt", "physical_lines", "split_eol",
     "split_comment", "logical_lines", "tokenize", "split_tokens", "token_spans", "token_value", "detect_eol",
     "EMPTY_VALUES",
 ]
@@ -69,6 +71,30 @@ class LsfSyntaxError(ValueError):
         self.msg = msg
         self.line = line
         super().__init__(("line %d: %s" % (line, msg)) if line else msg)
+
+
+# Error messages quote at most this many characters of the offending text.
+EXCERPT_LENGTH = 60
+
+
+def excerpt(text, limit=EXCERPT_LENGTH):
+    """``repr(text)``, cut to about ``limit`` characters (a huge line must not
+    make a huge error message)."""
+    if len(text) <= limit:
+        return repr(text)
+    return "%r... (%d characters)" % (text[:limit], len(text))
+
+
+def check_text(text):
+    """Raise :class:`LsfSyntaxError` at the line of the first NUL character.
+
+    LSF's C readers end a line's text at a NUL byte, so a file holding one
+    does not read as it looks; no editor should guess what LSF makes of it.
+    """
+    pos = text.find("\x00")
+    if pos >= 0:
+        raise LsfSyntaxError("NUL byte in the line (column %d); LSF stops reading the line there"
+                             % (pos - text.rfind("\n", 0, pos)), text.count("\n", 0, pos) + 1)
 
 
 def physical_lines(text):
@@ -308,7 +334,7 @@ def _paren_depth(part, depth, code, line):
         elif ch == ")":
             depth -= 1
             if depth < 0:
-                raise LsfSyntaxError("unbalanced parenthesis in %r" % code.strip(), line)
+                raise LsfSyntaxError("unbalanced parenthesis in %s" % excerpt(code.strip()), line)
     return depth
 
 
@@ -339,5 +365,5 @@ def _spans(code, line):
         if depth == 0:
             spans.append((start, pos))
     if depth:
-        raise LsfSyntaxError("unbalanced parenthesis in %r" % code.strip(), line)
+        raise LsfSyntaxError("unbalanced parenthesis in %s" % excerpt(code.strip()), line)
     return spans

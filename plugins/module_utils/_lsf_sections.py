@@ -80,7 +80,9 @@ import re
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import (
     LsfSyntaxError,
+    check_text,
     detect_eol,
+    excerpt,
     logical_lines,
     physical_lines,
     split_eol,
@@ -288,11 +290,12 @@ def _parse_entry(line, section_name):
     code = line.code
     eq = code.find("=")
     if eq < 0:
-        raise LsfSyntaxError("expected KEY = value in section %s, got %r" % (section_name, code.strip()), line.lineno)
+        raise LsfSyntaxError("expected KEY = value in section %s, got %s" % (section_name, excerpt(code.strip())),
+                             line.lineno)
     key_part = code[:eq]
     key = key_part.strip()
     if not key or len(key.split()) != 1:
-        raise LsfSyntaxError("bad key %r in section %s" % (key_part.strip(), section_name), line.lineno)
+        raise LsfSyntaxError("bad key %s in section %s" % (excerpt(key_part.strip()), section_name), line.lineno)
     rest = code[eq + 1:]
     value = rest.strip()
     indent = key_part[:len(key_part) - len(key_part.lstrip())]
@@ -438,8 +441,8 @@ def _check_cells(section, raw_tokens, current=None):
         if current is not None and current[i] == raw:
             continue  # read from the file: one value already
         if not _cell_ok(raw):
-            raise ValueError("refusing to write %r into the %s section: it does not read back as one value"
-                             % (raw, section.name))
+            raise ValueError("refusing to write %s into the %s section: it does not read back as one value"
+                             % (excerpt(raw), section.name))
     if raw_tokens and raw_tokens[0].lower() in ("begin", "end"):
         raise ValueError("refusing to write a row that starts with %r" % raw_tokens[0])
 
@@ -535,6 +538,7 @@ def parse_document(text, shapes=None, default_shape="auto", quote_aware=True, jo
 
 
 def _parse(text, shapes, default_shape, quote_aware, join, templates, require_sections):
+    check_text(text or "")
     lines = physical_lines(text or "")
     logical = logical_lines(lines, quote_aware=quote_aware, join=join, templates=templates)
     sections = []
@@ -550,7 +554,7 @@ def _parse(text, shapes, default_shape, quote_aware, join, templates, require_se
             if current is not None:
                 current[2].append(ln)
             elif require_sections:
-                raise LsfSyntaxError("%r is outside any Begin/End section" % ln.code.strip(), ln.lineno)
+                raise LsfSyntaxError("%s is outside any Begin/End section" % excerpt(ln.code.strip()), ln.lineno)
             continue
         word, name = be
         if word == "begin":
@@ -634,6 +638,8 @@ nthreads define_ncpus_cores define_ncpus_procs define_ncpus_threads ndisks pg r1
 swap swp tmp ut local dchost jobvm
 """.split())
 _FORBIDDEN_NAME_CHARS = set(":.()[+-*/!&|<>@=,")
+# NUL ends a line for LSF's C reader; \v, \f and other controls are blanks to it or invisible.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 RESOURCE_TYPES = ("Boolean", "Numeric", "String")
 _RESOURCE_COLUMNS = ("resourcename", "type", "interval", "increasing", "consumable", "release", "description")
 
@@ -654,6 +660,15 @@ def check_resource_name(name):
         raise ValueError("resource name %r starts with inf or nan, which LSF reads as a number" % name)
     if name in RESERVED_RESOURCE_NAMES:
         raise ValueError("resource name %r is reserved by LSF" % name)
+    _check_not_keyword(name, "resource name")
+
+
+def _check_not_keyword(name, what):
+    """A row's first cell ``Begin``/``End`` (any case) reads as a section line."""
+    if name.lower() in ("begin", "end"):
+        word = name.capitalize()
+        raise ValueError("%s %r would be read as a%s %s line and break the section"
+                         % (what, name, "n" if word == "End" else "", word))
 
 
 def _yn(value):
@@ -683,6 +698,10 @@ def resource_request(spec):
     if desc is not None:
         if any(ch in desc for ch in "()#\n\r"):
             raise ValueError("description must not contain parentheses, # or line breaks")
+        bad = _CONTROL_RE.search(desc)
+        if bad:
+            raise ValueError("description %s contains the control character %r, which LSF does not read as written"
+                             % (excerpt(desc), bad.group()))
         want["description"] = "(%s)" % desc.strip() if desc.strip() else "()"
     return want
 
@@ -872,12 +891,13 @@ class HostPattern:
 
 def check_host_name(name):
     if name.lower() == "all" or not _HOST_RE.match(name):
-        raise ValueError("%r is not a valid host name" % name)
+        raise ValueError("%s is not a valid host name" % excerpt(name))
+    _check_not_keyword(name, "host name")
 
 
 def check_host_resource(item):
     if not _RES_ITEM_RE.match(item):
-        raise ValueError("%r is not a valid RESOURCES item (name, !name or name=value)" % item)
+        raise ValueError("%s is not a valid RESOURCES item (name, !name or name=value)" % excerpt(item))
 
 
 def _base(item):

@@ -89,6 +89,8 @@ options:
         description:
           - C(docker run) options for C(options(...)). An item may hold several words
             (V(--volume /etc/passwd:/etc/passwd:ro)); items are compared word by word.
+          - Every word that starts with none of C(-), C(@), C($) must be the value of the flag just before it; a path with
+            a blank is refused, as LSF would pass its parts to docker as separate arguments.
           - Items starting with C(@) are options scripts, see O(container.options_scripts).
         type: list
         elements: str
@@ -186,7 +188,12 @@ notes:
   - A profile that is defined twice in the file cannot be edited (which one LSF uses is not documented);
     the task fails naming the lines.
   - IBM reserves some C(docker run) options for LSF (C(--user), C(--name), C(--cgroup-parent), C(-w),
-    C(--ulimit)); they are written when asked for, with a warning.
+    C(--ulimit)); they are written when asked for, with a warning. C(--ulimit memlock=...) is not warned
+    about - LSF has no job limit for locked memory that it would override, and RDMA needs it raised.
+  - LSF splits C(options(...)) at blanks and documents no quoting, so an option value with a blank (a mount
+    path with a space) would reach C(docker run) as several arguments; such input is refused.
+  - A value or key that would break the file (a line break, a control character, a parameter named
+    C(Begin) or C(End)) is refused before the file is read, naming the profile and the key.
 seealso:
   - name: lsb.applications reference
     description: IBM Spectrum LSF 10.1 configuration reference.
@@ -344,7 +351,7 @@ def main():
     try:
         requests = _requests(module.params)
     except ValueError as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg="%s: %s" % (path, exc), path=path)
 
     outcome = {"changed_profiles": [], "profiles": []}
     if all(request.get("state") == "absent" for request in requests) and not os.path.lexists(path):
@@ -353,7 +360,11 @@ def main():
     def compute(text):
         with model_errors(path, LsfSyntaxError):
             new_text, changed, warnings = apply_profiles(text or "", requests)
-            outcome["profiles"] = ApplicationsFile(new_text).names() if changed else None
+            try:
+                outcome["profiles"] = ApplicationsFile(new_text).names() if changed else None
+            except LsfSyntaxError as err:
+                # a line number of the edited text would point at the wrong line of the file
+                raise ValueError("internal error, the edited text would not parse (%s); nothing written" % err)
         outcome["changed_profiles"] = changed
         if outcome["profiles"] is None:
             outcome["profiles"] = ApplicationsFile(text or "").names()

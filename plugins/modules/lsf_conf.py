@@ -13,8 +13,16 @@ description:
   - Sets C(NAME=value) parameters in C(lsf.conf) and removes the ones given as C(null).
   - Lines the edit does not touch come back byte-identical (comments, blank lines, commented-out
     parameters); a changed parameter keeps its indentation, quoting and trailing comment.
-  - Values with blanks or shell-special characters are written double-quoted, as LSF requires;
-    C(Y)/C(N) values are compared case-insensitively.
+  - Values with blanks or characters such as C(;), C(&), C(|), C(<), C(>), C(') or C(#) are written
+    double-quoted, as LSF requires; C(Y)/C(N) values are compared case-insensitively.
+  - Shell scripts source C(lsf.conf) (C(profile.lsf)), so a written value must mean the same to a shell as
+    to LSF and must never run anything. No quoting makes C($), a backquote, a backslash, a double quote, a
+    line break or another control character safe for both readers, so a value holding one is refused with
+    the parameter named, before the file is read. So is a name such as C(IFS) or C(PATH), which would
+    change the shell itself.
+  - Parameters named in O(list_keys) (by default C(LSB_RESOURCE_ENFORCE)) hold a set of blank-separated
+    words. The same words in another order are no change; with O(merge_lists=true) words the file has
+    beyond the ones given are kept.
   - When a parameter is defined more than once LSF uses the last definition, so the module updates
     the last one and warns. Removing a parameter removes every definition.
   - A malformed C(lsf.conf) (blanks around C(=), an unquoted value with blanks, an unterminated quote,
@@ -40,6 +48,29 @@ options:
         (and the result double-quoted).
     type: dict
     required: true
+  list_keys:
+    description:
+      - Parameters whose value is a set of blank-separated words that LSF reads in any order.
+      - The default names the one lsf.conf parameter IBM documents that way, C(LSB_RESOURCE_ENFORCE)
+        (C(cpu), C(memory), C(gpu) in any order). Do not name parameters whose word order matters,
+        such as C(LSF_MASTER_LIST).
+      - Words are compared exactly (case matters).
+    type: list
+    elements: str
+    default: [LSB_RESOURCE_ENFORCE]
+    version_added: 0.2.0
+  merge_lists:
+    description:
+      - How a value for a parameter in O(list_keys) is applied.
+      - V(true) - the words given must be present; words the file has besides them are kept, in the
+        file's order, and missing words are appended. A site's C(LSB_RESOURCE_ENFORCE="memory cpu gpu")
+        stays as it is when C(cpu memory) is asked for. To take a word out, set the whole value with
+        V(false) or remove the parameter with C(null).
+      - V(false) - the parameter holds exactly the words given; the same words in another order are still
+        no change.
+    type: bool
+    default: true
+    version_added: 0.2.0
 attributes:
   platform:
     support: full
@@ -59,6 +90,13 @@ EXAMPLES = r"""
       LSF_LINUX_CGROUP_ACCT: true
       LSF_PROCESS_TRACKING: true
     backup: true
+
+- name: Make LSB_RESOURCE_ENFORCE exactly cpu and memory (drop any other word the site added)
+  hpc.gpu_containers.lsf_conf:
+    path: /opt/lsf/conf/lsf.conf
+    settings:
+      LSB_RESOURCE_ENFORCE: [cpu, memory]
+    merge_lists: false
 
 - name: Remove a parameter
   hpc.gpu_containers.lsf_conf:
@@ -89,6 +127,7 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_conf import (
+    SET_VALUED_KEYS,
     LsfSyntaxError,
     check_value,
     get_keys,
@@ -117,6 +156,8 @@ def main():
         argument_spec=dict(
             path=dict(type="path", required=True, aliases=["dest"]),
             settings=dict(type="dict", required=True),
+            list_keys=dict(type="list", elements="str", default=list(SET_VALUED_KEYS)),
+            merge_lists=dict(type="bool", default=True),
             backup=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
@@ -129,13 +170,14 @@ def main():
             if settings[name] is not None:
                 check_value(name, settings[name])
     except ValueError as err:
-        module.fail_json(msg=str(err))
+        module.fail_json(msg="%s: %s" % (path, err), path=path)
 
     outcome = {}
 
     def compute(text):
         with model_errors(path, LsfSyntaxError):
-            new_text, changed_keys, warnings = set_keys(text, settings)
+            new_text, changed_keys, warnings = set_keys(text, settings, list_keys=module.params["list_keys"],
+                                                        merge_lists=module.params["merge_lists"])
         outcome["changed_keys"] = changed_keys
         effective = get_keys(new_text)
         outcome["settings"] = {name: effective.get(name) for name in settings}

@@ -155,10 +155,11 @@ def main():
         for item in p["resources"]:
             check_host_resource(item)
         for opt in ("model", "type"):
-            if p[opt] is not None and (not p[opt] or len(p[opt].split()) != 1 or "#" in p[opt]):
-                raise ValueError("%s must be one word" % opt)
+            value = p[opt]
+            if value is not None and (not value or value.split() != [value] or "#" in value):
+                raise ValueError("%s must be one word without blanks, line breaks or #, not %r" % (opt, value))
     except ValueError as err:
-        module.fail_json(msg=str(err))
+        module.fail_json(msg="%s: %s" % (path, err), path=path)
 
     outcome = {}
 

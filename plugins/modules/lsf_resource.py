@@ -153,7 +153,7 @@ def main():
         try:
             resource_request(spec)
         except ValueError as err:
-            module.fail_json(msg=str(err))
+            module.fail_json(msg="%s: %s" % (path, err), path=path)
 
     outcome = {}
 

@@ -172,7 +172,7 @@ def test_seed_powerai_profile_from_structured_input_is_what_lsf_reads():
                "container": {"image": "registry:5000/powerai/base:4.0.0", "options": options}}
     new, changed, warnings = apply_profiles(POWERAI, [request])
     assert changed == ["powerai"]
-    assert any(w.startswith("profile powerai: docker option --ulimit") for w in warnings)
+    assert not any("--ulimit" in w for w in warnings)  # memlock: no LSF job limit is overridden
     container_lines = [ln for ln in new.splitlines() if ln.startswith("CONTAINER") or ln.startswith("          ")]
     assert len(container_lines) > 1  # long value broken with continuations
     assert all(len(ln) <= LINE_WIDTH for ln in container_lines)
@@ -396,3 +396,43 @@ def test_container_set_in_any_file_reads_back_as_the_same_structure(case, name, 
     assert parse_container(lsb_read(new)[name]["CONTAINER"]) == spec
     assert "#" not in lsb_read(new)[name]["CONTAINER"]
     assert apply_profiles(new, [request])[:2] == (new, [])
+
+
+# --- values and keys that would break the file are refused up front, named ---
+
+@pytest.mark.parametrize("request_, message", [
+    ({"name": "powerai", "description": "x\ny"}, "application powerai: DESCRIPTION: value 'x\\ny' contains a line break"),
+    ({"name": "powerai", "description": "x\n"}, "application powerai: DESCRIPTION: value 'x\\n' contains a line break"),
+    ({"name": "powerai", "parameters": {"RES_REQ\n": "x"}}, "application powerai: parameter name 'RES_REQ\\n' is not"),
+    ({"name": "powerai", "parameters": {"End": "x"}}, "application powerai: parameter name 'End' would be read as"),
+    ({"name": "powerai", "parameters": {"begin": "x"}}, "application powerai: parameter name 'begin' would be read as"),
+    ({"name": "powerai", "parameters": {"RES_REQ": "a\x00b"}}, "application powerai: RES_REQ: value 'a\\x00b' contains"),
+    ({"name": "powerai", "parameters": {"RES_REQ": "a\x0bb"}}, "application powerai: RES_REQ: value 'a\\x0bb' contains"),
+    ({"name": "powerai", "container": {"image": "img", "options": ["--volume=/a b:/a b"]}},
+     "application powerai: CONTAINER: container option '--volume=/a b:/a b'"),
+    ({"name": "powerai", "exec_driver": {"user": "lsf\nadmin"}}, "application powerai: EXEC_DRIVER: exec_driver user"),
+])
+def test_values_that_would_break_the_file_are_refused_naming_profile_and_key(request_, message):
+    with pytest.raises(ValueError) as err:
+        apply_profiles(POWERAI, [request_])
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_replaced_opaque_container_is_not_reported_as_kept():
+    request = {"name": "powerai", "container": {"image": "img", "options": ["--rm"]}}
+    new, changed, warnings = apply_profiles(POWERAI, [request])
+    assert changed == ["powerai"]
+    assert not any("kept as it is" in w for w in warnings), warnings
+    assert any(w.startswith("line 2: CONTAINER of profile powerai does not follow") and "; replaced by" in w
+               for w in warnings), warnings
+    # a removed profile's malformed value is neither kept nor replaced: no warning about it
+    new, changed, warnings = apply_profiles(POWERAI, [{"name": "powerai", "state": "absent"}])
+    assert changed == ["powerai"] and not any("CONTAINER" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+def test_adding_then_removing_a_profile_gives_back_the_exact_text(sample):
+    text = sample.read_text()
+    added, changed, dummy = apply_profiles(text, [{"name": "zzprobe", "description": "probe"}])
+    assert changed == ["zzprobe"]
+    assert apply_profiles(added, [{"name": "zzprobe", "state": "absent"}])[0] == text

@@ -98,7 +98,7 @@ def test_empty_value_is_legal():
 
 @pytest.mark.parametrize("value,rendered", [
     ("Y", "Y"), ("/opt/lsf/conf", "/opt/lsf/conf"), ("cpu memory", '"cpu memory"'), ("a#b", '"a#b"'),
-    ("it's", '"it\'s"'), ("$HOME", '"$HOME"'), ("a;b", '"a;b"'), ("*.*.*.*", "*.*.*.*"), ("!U", "!U"),
+    ("it's", '"it\'s"'), ("a;b", '"a;b"'), ("*.*.*.*", "*.*.*.*"), ("!U", "!U"),
     ("[resource aws]", '"[resource aws]"'),
 ])
 def test_render_value_quotes_what_needs_it(value, rendered):
@@ -107,6 +107,8 @@ def test_render_value_quotes_what_needs_it(value, rendered):
 
 @pytest.mark.parametrize("name,value,msg", [
     ("A", 'x"y', "double quote"), ("A", "x\ny", "line break"), ("1A", "x", "not a valid"), ("A B", "x", "not a valid"),
+    ("A", "$HOME", "^A: value .* expands"), ("A", "`id`", "backquote"), ("A", "x\\", "backslash"),
+    ("A", "a\x00b", "control character"), ("A", "a\x0bb", "control character"),
 ])
 def test_check_value_rejects(name, value, msg):
     with pytest.raises(ValueError, match=msg):
@@ -150,3 +152,117 @@ def test_set_then_reparse_finds_the_values(lines, settings_):
     for line in text.splitlines(True):
         if line.lstrip().startswith("#") or not line.strip():
             assert line in new.splitlines(True) or not line.endswith("\n")
+
+
+# -- shell safety: lsf.conf is sourced by Bourne shells (profile.lsf, admins) --
+
+HOSTILE_VALUES = [
+    ("command-substitution", "$(touch canary)"),
+    ("command-substitution-in-words", "cpu $(touch canary) memory"),
+    ("backticks", "`touch canary`"),
+    ("variable-expansion", "${X:=$(touch canary)}"),
+    ("plain-variable", "$HOME/lsf"),
+    ("trailing-backslash", "memory\\"),
+    ("backslash-before-quote", "a\\\"; touch canary; \\\""),
+    ("backslash-dollar", "\\$(touch canary)"),
+    ("newline", "x\ntouch canary"),
+    ("carriage-return", "x\rtouch canary"),
+    ("unbalanced-double-quote", "a\"; touch canary; \""),
+    ("unbalanced-single-quote", "it's; touch canary"),
+    ("semicolon", "; touch canary"),
+    ("ampersand-pipe", "x & touch canary | cat"),
+    ("redirection", "x > canary"),
+    ("glob", "*"),
+    ("tilde", "~/lsf"),
+    ("nul", "x\x00y"),
+    ("control-char", "x\x1by"),
+]
+
+
+@pytest.mark.parametrize("value", [v for _i, v in HOSTILE_VALUES], ids=[i for i, _v in HOSTILE_VALUES])
+def test_sourcing_the_written_file_never_executes_anything(tmp_path, value):
+    """Each hostile value is either refused (naming the key) or written so that
+    ``sh -c '. ./lsf.conf'`` runs nothing and reads the value LSF reads."""
+    import subprocess
+
+    conf = tmp_path / "lsf.conf"
+    original = "LSF_LOGDIR=/var/log/lsf\n"
+    conf.write_text(original)
+    try:
+        new, changed, _w = set_keys(original, {"LSF_SITE_VALUE": value})
+    except ValueError as err:
+        assert "LSF_SITE_VALUE" in str(err)
+        new = original
+    else:
+        assert changed == ["LSF_SITE_VALUE"]
+        assert get_keys(new)["LSF_SITE_VALUE"] == value
+    conf.write_bytes(new.encode())
+    proc = subprocess.run(["sh", "-c", '. ./lsf.conf && printf "%s" "${LSF_SITE_VALUE-unset}"'],
+                          cwd=str(tmp_path), capture_output=True, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    assert not (tmp_path / "canary").exists()
+    assert proc.returncode == 0, proc.stderr
+    expected = get_keys(new).get("LSF_SITE_VALUE", "unset")
+    assert proc.stdout.decode() == expected
+
+
+@pytest.mark.parametrize("value", ["cpu memory", "[resource aws] [type LINUX64]", "!U", "*.*.*.*",
+                                   "ssh -o 'StrictHostKeyChecking no'", "a;b", "a#b", "x=y", "%", "é ü"])
+def test_ordinary_values_are_still_written_and_read_alike_by_sh(tmp_path, value):
+    import subprocess
+
+    new = set_keys("", {"LSF_X": value})[0]
+    (tmp_path / "lsf.conf").write_text(new)
+    out = subprocess.run(["sh", "-c", '. ./lsf.conf && printf "%s" "$LSF_X"'], cwd=str(tmp_path),
+                         capture_output=True, check=True).stdout.decode()
+    assert out == value == get_keys(new)["LSF_X"]
+
+
+def test_a_huge_malformed_line_gives_a_short_message():
+    with pytest.raises(LsfSyntaxError) as err:
+        parse_conf("A=1\n" + "B " * 500000 + "\n")
+    assert err.value.line == 2 and len(str(err.value)) < 300
+
+
+def test_a_nul_byte_in_the_file_is_a_syntax_error_with_its_line():
+    with pytest.raises(LsfSyntaxError) as err:
+        parse_conf("A=1\nB=x\x00y\n")
+    assert err.value.line == 2 and "NUL" in err.value.msg
+
+
+# -- list-valued parameters are sets: the site's words are kept ---------------
+
+def test_resource_enforce_keeps_site_words_and_order():
+    text = 'LSB_RESOURCE_ENFORCE="memory cpu gpu"\n'
+    assert set_keys(text, {"LSB_RESOURCE_ENFORCE": "cpu memory"}) == (text, [], [])
+    assert set_keys(text, {"LSB_RESOURCE_ENFORCE": "gpu memory cpu"}) == (text, [], [])
+    new, changed, _w = set_keys('LSB_RESOURCE_ENFORCE="memory"  # site\n', {"LSB_RESOURCE_ENFORCE": "cpu memory"})
+    assert new == 'LSB_RESOURCE_ENFORCE="memory cpu"  # site\n' and changed == ["LSB_RESOURCE_ENFORCE"]
+    new = set_keys("LSB_RESOURCE_ENFORCE=gpu\n", {"LSB_RESOURCE_ENFORCE": "cpu memory"})[0]
+    assert new == 'LSB_RESOURCE_ENFORCE="gpu cpu memory"\n'
+    # duplicate words in the request are not written twice
+    assert set_keys("", {"LSB_RESOURCE_ENFORCE": "cpu cpu memory"})[0] == 'LSB_RESOURCE_ENFORCE="cpu memory"\n'
+
+
+def test_resource_enforce_replace_mode_is_exact_but_order_free():
+    text = 'LSB_RESOURCE_ENFORCE="memory cpu gpu"\n'
+    new, changed, _w = set_keys(text, {"LSB_RESOURCE_ENFORCE": "cpu memory"}, merge_lists=False)
+    assert new == 'LSB_RESOURCE_ENFORCE="cpu memory"\n' and changed == ["LSB_RESOURCE_ENFORCE"]
+    assert set_keys(text, {"LSB_RESOURCE_ENFORCE": "gpu cpu memory"}, merge_lists=False) == (text, [], [])
+
+
+def test_list_keys_are_configurable_and_other_keys_are_plain_values():
+    text = 'LSF_MASTER_LIST="hostb hosta"\n'
+    # order matters for LSF_MASTER_LIST (master candidates): not a set by default
+    assert set_keys(text, {"LSF_MASTER_LIST": "hosta hostb"})[0] == 'LSF_MASTER_LIST="hosta hostb"\n'
+    assert set_keys(text, {"LSF_MASTER_LIST": "hosta"}, list_keys=["LSF_MASTER_LIST"]) == (text, [], [])
+    # a key left out of list_keys is a plain value again
+    assert set_keys('LSB_RESOURCE_ENFORCE="memory cpu gpu"\n', {"LSB_RESOURCE_ENFORCE": "cpu memory"},
+                    list_keys=[])[0] == 'LSB_RESOURCE_ENFORCE="cpu memory"\n'
+
+
+@pytest.mark.parametrize("name", ["IFS", "PATH", "ENV", "BASH_ENV", "LD_PRELOAD", "PS4"])
+def test_names_that_change_the_sourcing_shell_are_refused(name):
+    with pytest.raises(ValueError, match="%s: .*shell" % name):
+        set_keys("A=1\n", {name: "x"})
+    # removing one a site wrote by hand is allowed
+    assert set_keys("%s=x\n" % name, {name: None})[0] == ""

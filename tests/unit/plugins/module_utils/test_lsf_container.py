@@ -84,10 +84,10 @@ def test_nested_parentheses_and_quotes_inside_options():
 
 
 def test_reserved_options_are_warned_about():
-    spec = parse_container("docker[image(x) options(--ulimit memlock=-1:-1 --name=foo --rm)]")
+    spec = parse_container("docker[image(x) options(--ulimit nofile=1:1 --name=foo --rm --ulimit memlock=-1:-1)]")
     warnings = spec.warnings()
-    assert len(warnings) == 2
-    assert "--ulimit" in warnings[0] and "--name" in warnings[1]
+    assert len(warnings) == 2  # memlock is not a limit LSF sets for the job
+    assert "--ulimit nofile" in warnings[0] and "--name" in warnings[1]
 
 
 def test_empty_options_clause_equals_absent_options():
@@ -210,3 +210,48 @@ def test_option_tokens_survive_join_and_split(options):
 def test_from_params_takes_one_string_as_one_item():
     spec = container_from_params({"image": "img", "options": "--rm --ipc=host", "options_scripts": "/s.sh"})
     assert spec.options == ["--rm", "--ipc=host"] and spec.options_scripts == ["/s.sh"]
+
+
+# --- blanks inside one docker argument -------------------------------------
+# LSF splits options() at blanks and documents no quoting, so a value with a
+# blank (a mount path with a space) would reach docker as several arguments.
+
+@pytest.mark.parametrize("option", [
+    "--volume=/my share:/my share",
+    "-v /my share:/my share",
+    "--volume /gpfs/my project:/gpfs/my project:ro",
+    "--mount type=bind,source=/a b,target=/a b",
+    '--env "A=b c"',
+    "--volume='/x y:/x y'",
+    "--label=(a b)",
+])
+def test_from_params_refuses_a_blank_inside_one_docker_argument(option):
+    with pytest.raises(ValueError, match="blank") as err:
+        container_from_params({"image": "img", "options": [option]})
+    assert repr(option) in str(err.value)
+
+
+@pytest.mark.parametrize("options", [
+    ["--volume /etc/passwd:/etc/passwd:ro", "-v /a:/a", "--rm --ipc=host"],
+    ["--volume=/gpfs/home:/gpfs/home", "--device=/dev/nvidia0", "--ulimit memlock=1:1"],
+    ["--env", "A=b"],
+    ["--ipc=host $OF_ENTRYPOINT --cap-add=SYS_PTRACE"],  # a variable may stand for options (IBM OpenFOAM sample)
+])
+def test_from_params_still_takes_flags_with_one_value_each(options):
+    container_from_params({"image": "img", "options": options})
+
+
+# --- the --ulimit warning: only for limits LSF sets from the job -----------
+
+@pytest.mark.parametrize("options, warned", [
+    (["--ulimit=memlock=819200000:819200000"], False),   # the lsf_docker role's default profiles
+    (["--ulimit memlock=-1:-1"], False),
+    (["--ulimit=nofile=1024:1024"], True),
+    (["--ulimit", "stack=1:1"], True),
+    (["--ulimit=core=0"], True),
+    (["--ulimit"], True),
+    (["--user=root"], True),
+])
+def test_ulimit_warning_only_for_what_overrides_lsf(options, warned):
+    spec = container_from_params({"image": "img", "options": options})
+    assert bool(spec.warnings()) is warned, spec.warnings()

@@ -443,3 +443,22 @@ def test_rewrite_row_matches_reference(cells, data):
     doc.set_row(section, row, new)
     again = parse_document(doc.render())
     assert again.sections[0].rows[0].cells == new
+
+
+@pytest.mark.parametrize("description", ["a\x00b", "a\x0bb", "a\x1fb", "a\x7fb"])
+def test_resource_description_with_control_characters_is_refused_up_front(description):
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import resource_request
+    with pytest.raises(ValueError, match="control character"):
+        resource_request({"description": description})
+
+
+@pytest.mark.parametrize("name", ["End", "end", "BEGIN"])
+def test_begin_end_are_refused_as_resource_and_host_names(name):
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (
+        check_host_name,
+        check_resource_name,
+    )
+    with pytest.raises(ValueError, match="would be read as"):
+        check_resource_name(name)
+    with pytest.raises(ValueError, match="would be read as"):
+        check_host_name(name)

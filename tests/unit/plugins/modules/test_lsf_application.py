@@ -186,3 +186,44 @@ def test_unwritable_request_fails_and_file_is_untouched(mixed, capsys, args, fra
 def test_name_and_profiles_are_mutually_exclusive(mixed, capsys):
     res = run(capsys, path=str(mixed), name="a", profiles=[{"name": "b"}])
     assert res["failed"] is True and "mutually exclusive" in res["msg"]
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"name": "powerai", "description": "x\ny"}, "application powerai: DESCRIPTION: value 'x\\ny' contains a line break"),
+    ({"name": "powerai", "parameters": {"End": "x"}}, "application powerai: parameter name 'End' would be read as"),
+    ({"name": "powerai", "parameters": {"RES_REQ\n": "x"}}, "application powerai: parameter name 'RES_REQ\\n'"),
+    ({"name": "powerai", "container": {"image": "img", "options": ["--volume=/my share:/my share"]}},
+     "application powerai: CONTAINER: container option '--volume=/my share:/my share' has a blank"),
+])
+def test_line_breaking_request_fails_naming_path_profile_and_key(tmp_path, capsys, args, message):
+    path = tmp_path / "lsb.applications"
+    shutil.copyfile(POWERAI, path)
+    before = path.read_bytes()
+    for check in (True, False):
+        res = run(capsys, check=check, path=str(path), **args)
+        assert res["failed"] is True
+        assert res["msg"].startswith("%s: %s" % (path, message)), res["msg"]
+        assert path.read_bytes() == before
+
+
+def test_warnings_say_what_happens_to_a_malformed_container(tmp_path, capsys):
+    path = tmp_path / "lsb.applications"
+    shutil.copyfile(POWERAI, path)
+    res = run(capsys, path=str(path), name="powerai",
+              container={"image": "img", "options": ["--rm", "--ulimit=memlock=819200000:819200000"]})
+    assert res["changed"] is True
+    texts = [w["event"]["msg"] if isinstance(w, dict) else w for w in res.get("warnings", [])]
+    assert texts == ["%s:2: CONTAINER of profile powerai does not follow the CONTAINER grammar "
+                     "(expected '(', found '=' (at character 56)); replaced by the value requested" % path]
+
+
+def test_an_edit_that_would_not_parse_is_not_written_and_names_no_wrong_line(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "lsb.applications"
+    shutil.copyfile(POWERAI, path)
+    before = path.read_bytes()
+    monkeypatch.setattr(lsf_application, "apply_profiles",
+                        lambda text, requests: (text + "End Application\n", ["powerai"], []))
+    res = run(capsys, path=str(path), name="powerai", description="x")
+    assert res["failed"] is True
+    assert res["msg"].startswith("%s: internal error, the edited text would not parse" % path), res["msg"]
+    assert path.read_bytes() == before

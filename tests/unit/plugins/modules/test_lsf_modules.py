@@ -152,3 +152,60 @@ def test_lsf_host_refuses_a_model_that_would_break_the_row(tmp_path, capsys):
     assert res["failed"] is True
     assert res["msg"] == "%s: refusing to write '(POWER9' into the Host section: it does not read back as one value" % path
     assert path.read_bytes() == before
+
+
+def test_lsf_conf_keeps_site_words_of_set_valued_keys(tmp_path, capsys):
+    path = tmp_path / "lsf.conf"
+    path.write_text('# site\nLSB_RESOURCE_ENFORCE="memory cpu gpu"\n')
+    before = path.read_bytes()
+    res = check_then_run(lsf_conf, capsys, path, settings={"LSB_RESOURCE_ENFORCE": ["cpu", "memory"]})
+    assert res["changed"] is False and res["changed_keys"] == []
+    assert res["settings"] == {"LSB_RESOURCE_ENFORCE": "memory cpu gpu"}
+    assert path.read_bytes() == before
+    path.write_text('LSB_RESOURCE_ENFORCE="memory"\n')
+    res = check_then_run(lsf_conf, capsys, path, settings={"LSB_RESOURCE_ENFORCE": "cpu memory"})
+    assert res["changed_keys"] == ["LSB_RESOURCE_ENFORCE"] and path.read_text() == 'LSB_RESOURCE_ENFORCE="memory cpu"\n'
+    # merge_lists=false: exactly the words given (order still free)
+    path.write_text('LSB_RESOURCE_ENFORCE="memory cpu gpu"\n')
+    res = check_then_run(lsf_conf, capsys, path, settings={"LSB_RESOURCE_ENFORCE": "cpu memory"}, merge_lists=False)
+    assert res["settings"] == {"LSB_RESOURCE_ENFORCE": "cpu memory"} and path.read_text() == 'LSB_RESOURCE_ENFORCE="cpu memory"\n'
+    res = run_module(lsf_conf, capsys, path=str(path), settings={"LSB_RESOURCE_ENFORCE": "memory cpu"}, merge_lists=False)
+    assert res["changed"] is False
+    # list_keys names the set-valued keys
+    path.write_text('LSF_X="b a"\n')
+    res = run_module(lsf_conf, capsys, path=str(path), settings={"LSF_X": "a"}, list_keys=["LSF_X"])
+    assert res["changed"] is False and res["settings"] == {"LSF_X": "b a"}
+
+
+@pytest.mark.parametrize("value", ["$(touch canary)", "`touch canary`", "$HOME", "x\\", "a\nb", "x\x00"])
+def test_lsf_conf_refuses_shell_active_values_naming_the_key(tmp_path, capsys, value):
+    path = tmp_path / "lsf.conf"
+    path.write_text("A=1\n")
+    res = run_module(lsf_conf, capsys, path=str(path), settings={"LSF_SITE": value})
+    assert res["failed"] is True and res["msg"].startswith("%s: LSF_SITE: value " % path)
+    assert path.read_text() == "A=1\n" and not (tmp_path / "canary").exists()
+
+
+@pytest.mark.parametrize("module_args, fragment", [
+    (dict(hosts=["newhost"], resources=["docker"], create_missing=True, model="POWER9\n"), "model must be one word"),
+    (dict(hosts=["n1"], resources=["docker"], type="LINUX\n"), "type must be one word"),
+    (dict(hosts=["End"], resources=["docker"], create_missing=True), "would be read as an End line"),
+    (dict(hosts=["n1"], resources=["docker\n"]), "not a valid RESOURCES item"),
+])
+def test_lsf_host_refuses_line_breaking_input_up_front(tmp_path, capsys, module_args, fragment):
+    path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.cluster.LSFCluster", "lsf.cluster.c1")
+    before = path.read_bytes()
+    res = run_module(lsf_host, capsys, path=str(path), **module_args)
+    assert res["failed"] is True and fragment in res["msg"], res["msg"]
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("name, fragment", [("End", "would be read as an End line"),
+                                            ("begin", "would be read as a Begin line"),
+                                            ("docker\n", "contains a character LSF forbids")])
+def test_lsf_resource_refuses_names_that_break_the_section(tmp_path, capsys, name, fragment):
+    path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.shared", "lsf.shared")
+    before = path.read_bytes()
+    res = run_module(lsf_resource, capsys, path=str(path), name=name, description="x")
+    assert res["failed"] is True and fragment in res["msg"], res["msg"]
+    assert path.read_bytes() == before
