@@ -18,6 +18,14 @@ description:
   - Works for any playbook; on a normal (not check-mode) run the report lists what did change.
   - The report is rewritten after each recorded event, so a run that is interrupted still leaves what
     it saw.
+  - The report holds no secret. A result hidden by C(no_log) is recorded as a change or a failure with
+    no diff, no item and no message. As a second line of defence every diff, message and name written
+    is redacted, before diffing, of PEM private key blocks, password hashes (bcrypt, C($apr1$), MD5,
+    SHA and yescrypt crypt, C({SHA})) and Docker C(auth)/C(identitytoken) values; each becomes a
+    placeholder with a short SHA-256 fingerprint, so that a changed secret still shows as a change.
+  - The files are written with mode C(0640) (never world-readable, whatever the umask) through a
+    temporary file and a rename; a report directory that the callback creates gets mode C(0750).
+    An existing directory keeps its mode (a warning says when others may write to it).
 requirements:
   - Enable it with C(ANSIBLE_CALLBACKS_ENABLED=hpc.gpu_containers.drift_report) or
     C(callbacks_enabled) in C(ansible.cfg).
@@ -47,8 +55,12 @@ options:
 
 import datetime
 import difflib
+import hashlib
 import json
 import os
+import re
+import stat
+import tempfile
 
 from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
@@ -57,16 +69,64 @@ from ansible.plugins.callback import CallbackBase
 # report through this variable, wherever report_dir points.
 REPORT_ENV = "HPC_DRIFT_REPORT_JSON"
 
+REPORT_FILE_MODE = 0o640
+REPORT_DIR_MODE = 0o750
+CENSORED_NOTE = "output hidden by no_log"
+
+# A PEM private key block, also one cut off before its END line (a truncated diff side).
+_PEM_PRIVATE_KEY = re.compile(
+    r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)", re.S)
+_REDACTED_KEY_LINE = re.compile(r"^[-+ ]?\[redacted private key, sha256 [0-9a-f]{12}\]$")
+# Password hashes as htpasswd, shadow and crypt(3) store them.
+_PASSWORD_HASHES = re.compile(
+    r"\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}"                                  # bcrypt
+    r"|\$(?:apr1|1)\$[./A-Za-z0-9]{0,8}\$[./A-Za-z0-9]{22}"                   # Apache MD5, MD5-crypt
+    r"|\$[56]\$(?:rounds=\d+\$)?[./A-Za-z0-9]{0,16}\$[./A-Za-z0-9]{43,86}"  # SHA-256/512-crypt
+    r"|\$y\$[./A-Za-z0-9]+\$[./A-Za-z0-9]{0,86}\$[./A-Za-z0-9]{43}"          # yescrypt
+    r"|\{SHA\}[A-Za-z0-9+/]{27}=")                                          # htpasswd SHA-1
+# Docker's config.json keeps "user:password" base64-encoded under "auth".
+_DOCKER_AUTH = re.compile(r'("(?:auth|identitytoken)"\s*:\s*")([^"\s]+)(")', re.I)
+
+
+def _fingerprint(secret):
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _redact_key_block(match):
+    block, label = match.group(0), match.group(1)
+    body = block.split("\n")[1:-1]
+    if body and all(_REDACTED_KEY_LINE.match(line) for line in body):
+        return block  # redacted already (a diff of two redacted sides): keep its +/- lines
+    return "-----BEGIN %s-----\n[redacted private key, sha256 %s]\n-----END %s-----" % (label, _fingerprint(block), label)
+
+
+def redact(text):
+    """Replace private keys, password hashes and Docker auth values in ``text``.
+
+    Each becomes a placeholder with a short SHA-256 fingerprint of what it replaced,
+    so two different secrets still differ in a diff while neither can be read back.
+    Anything that is not a string is returned as it is.
+    """
+    if not isinstance(text, str) or not text:
+        return text
+    text = _PEM_PRIVATE_KEY.sub(_redact_key_block, text)
+    text = _PASSWORD_HASHES.sub(lambda m: "[redacted password hash, sha256 %s]" % _fingerprint(m.group(0)), text)
+    return _DOCKER_AUTH.sub(lambda m: "%s[redacted, sha256 %s]%s" % (m.group(1), _fingerprint(m.group(2)), m.group(3)), text)
+
 
 def render_diff(diff, max_lines=400):
-    """Turn Ansible's diff value (a dict or a list of dicts) into unified diff text."""
+    """Turn Ansible's diff value (a dict or a list of dicts) into unified diff text.
+
+    Both sides are redacted (:func:`redact`) before they are compared, and the whole
+    text once more before it is cut, so no cut can leave half a key behind.
+    """
     diffs = diff if isinstance(diff, list) else [diff]
     out = []
     for item in diffs:
         if not isinstance(item, dict):
             continue
         if "prepared" in item:
-            out.append(str(item["prepared"]).rstrip("\n") + "\n")
+            out.append(redact(str(item["prepared"])).rstrip("\n") + "\n")
         if "before" not in item and "after" not in item:
             continue
         before, after = item.get("before"), item.get("after")
@@ -74,17 +134,17 @@ def render_diff(diff, max_lines=400):
             before = json.dumps(before, indent=4, sort_keys=True) + "\n"
         if isinstance(after, (dict, list)):
             after = json.dumps(after, indent=4, sort_keys=True) + "\n"
-        before = "" if before is None else str(before)
-        after = "" if after is None else str(after)
+        before = "" if before is None else redact(str(before))
+        after = "" if after is None else redact(str(after))
         if before == after:
             continue
         out.extend(difflib.unified_diff(
             before.splitlines(True), after.splitlines(True),
-            fromfile="before: %s" % item.get("before_header", ""),
-            tofile="after: %s" % item.get("after_header", ""), n=2))
+            fromfile="before: %s" % redact(str(item.get("before_header", ""))),
+            tofile="after: %s" % redact(str(item.get("after_header", ""))), n=2))
         if out and not out[-1].endswith("\n"):
             out[-1] += "\n\\ No newline at end of file\n"
-    lines = "".join(out).splitlines(True)
+    lines = redact("".join(out)).splitlines(True)
     if len(lines) > max_lines:
         lines = lines[:max_lines] + ["... diff cut after %d lines\n" % max_lines]
     return "".join(lines)
@@ -100,6 +160,16 @@ def _target(result):
     if isinstance(diff, dict) and isinstance(diff.get("after_header"), str):
         return diff["after_header"].replace(" (content)", "")
     return None
+
+
+def _truthy(value):
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1"))
+
+
+def _censored(task, result):
+    """Whether Ansible hid this result (no_log), or should have."""
+    return ("censored" in result or _truthy(result.get("_ansible_no_log"))
+            or _truthy(getattr(task, "no_log", None)))
 
 
 def render_markdown(report):
@@ -127,10 +197,11 @@ def render_markdown(report):
             what = change["task"]
             if change.get("item") is not None:
                 what += " (item: %s)" % change["item"]
-            lines.append("- **%s**%s%s" % (
+            lines.append("- **%s**%s%s%s" % (
                 what,
                 " — `%s`" % change["target"] if change.get("target") else "",
-                " [handler]" if change.get("handler") else ""))
+                " [handler]" if change.get("handler") else "",
+                " (%s)" % CENSORED_NOTE if change.get("censored") else ""))
             if change.get("diff"):
                 lines.append("")
                 lines.append("  ```diff")
@@ -170,7 +241,20 @@ class CallbackModule(CallbackBase):
     def _paths(self):
         if self._json_path is None:
             directory = os.path.abspath(os.path.expanduser(self.get_option("report_dir")))
-            os.makedirs(directory, exist_ok=True)
+            if os.path.isdir(directory):
+                if os.stat(directory).st_mode & stat.S_IWOTH and not os.stat(directory).st_mode & stat.S_ISVTX:
+                    self._display.warning(
+                        "drift_report: %s is writable by every user; another user can replace the report" % directory)
+            else:
+                parent = os.path.dirname(directory)
+                if parent:
+                    os.makedirs(parent, exist_ok=True)
+                try:
+                    os.mkdir(directory, REPORT_DIR_MODE)
+                except FileExistsError:
+                    pass  # created meanwhile: leave its mode alone, as for any existing directory
+                else:
+                    os.chmod(directory, REPORT_DIR_MODE)  # whatever the umask
             self._json_path = os.path.join(directory, "drift.json")
             self._md_path = os.path.join(directory, "drift.md")
             os.environ[REPORT_ENV] = self._json_path
@@ -199,10 +283,20 @@ class CallbackModule(CallbackBase):
         report = self.report()
         for path, text in ((json_path, json.dumps(report, indent=2, sort_keys=True) + "\n"),
                            (md_path, render_markdown(report))):
-            tmp = path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
+            # mkstemp: a new file (O_EXCL, mode 0600, no symlink followed) in the report directory.
+            fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp",
+                                       dir=os.path.dirname(path))
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    os.fchmod(handle.fileno(), REPORT_FILE_MODE)
+                    handle.write(text)
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass  # already renamed or never created: nothing left behind
+                raise
 
     @staticmethod
     def _is_gate(task):
@@ -214,18 +308,23 @@ class CallbackModule(CallbackBase):
             return
         res = result._result
         role = getattr(task, "_role", None)
+        censored = _censored(task, res)
         entry = {
-            "task": task.get_name(),
+            "task": redact(task.get_name()),
             "action": task.action,
             "role": role.get_name() if role else None,
-            "target": _target(res),
+            "target": None if censored else redact(_target(res)),
             "handler": isinstance(task, Handler),
-            "item": item,
-            "diff": render_diff(res.get("diff", {}), self.get_option("max_diff_lines")),
+            "item": None if censored else redact(item),
+            # A censored result has no diff; one that carries a diff anyway is not trusted with it.
+            "diff": "" if censored else render_diff(res.get("diff", {}), self.get_option("max_diff_lines")),
         }
-        for key in ("changed_keys", "changed_hosts", "changed_profiles"):
-            if res.get(key):
-                entry[key] = res[key]
+        if censored:
+            entry["censored"] = True
+        else:
+            for key in ("changed_keys", "changed_hosts", "changed_profiles"):
+                if res.get(key):
+                    entry[key] = res[key]
         self._host_entry(result._host.get_name()).setdefault("changed", []).append(entry)
         self._flush()
 
@@ -257,15 +356,16 @@ class CallbackModule(CallbackBase):
         if ignore_errors or self._is_gate(result._task):
             return
         res = result._result
+        censored = _censored(result._task, res)
         self._host_entry(result._host.get_name())["failed"].append({
-            "task": result._task.get_name(),
+            "task": redact(result._task.get_name()),
             "action": result._task.action,
-            "msg": str(res.get("msg", ""))[:2000],
+            "msg": CENSORED_NOTE if censored else redact(str(res.get("msg", "")))[:2000],
         })
         self._flush()
 
     def v2_runner_on_unreachable(self, result):
-        self._unreachable[result._host.get_name()] = str(result._result.get("msg", "unreachable"))[:500]
+        self._unreachable[result._host.get_name()] = redact(str(result._result.get("msg", "unreachable")))[:500]
         self._hosts.pop(result._host.get_name(), None)
         self._flush()
 
