@@ -41,8 +41,8 @@ attributes:
     platforms: posix
     description: Linux nodes.
 notes:
-  - No Python package is needed on the node (nvidia-ml-py is not used): the NVIDIA driver's
-    C(libnvidia-ml.so.1) is all. A node without it reports C(present=false) with the reason
+  - No Python package is needed on the node (nvidia-ml-py is not used), only the NVIDIA driver's
+    C(libnvidia-ml.so.1). A node without it reports C(present=false) with the reason
     C(NVML library libnvidia-ml.so.1 not found).
   - NVML and C(nvidia-smi) number GPUs by PCI order, CUDA by speed unless C(CUDA_DEVICE_ORDER=PCI_BUS_ID);
     compare GPUs by UUID.

@@ -156,7 +156,7 @@ def main():
         argument_spec=dict(
             path=dict(type="path", required=True, aliases=["dest"]),
             settings=dict(type="dict", required=True),
-            list_keys=dict(type="list", elements="str", default=list(SET_VALUED_KEYS)),
+            list_keys=dict(type="list", elements="str", default=list(SET_VALUED_KEYS), no_log=False),
             merge_lists=dict(type="bool", default=True),
             backup=dict(type="bool", default=False),
         ),

@@ -160,9 +160,8 @@ def test_a_profile_that_leaks_every_gpu_fails_verification():
     master = RUNNER.get_hosts("lsf_master")[0]
     node = GPU_NODES[-1]
     image = "%s:5000/hpc/verify:1" % RUNNER.get_hosts("registry")[0]
-    leaky = {"name": "powerai_leaky", "container": {"runtime": "docker", "image": image,
-                                                     "options": ["--runtime=nvidia", "--env=NVIDIA_VISIBLE_DEVICES=all",
-                                                                 "--rm", "--network=host"]}}
+    options = ["--runtime=nvidia", "--env=NVIDIA_VISIBLE_DEVICES=all", "--rm", "--network=host"]
+    leaky = {"name": "powerai_leaky", "container": {"runtime": "docker", "image": image, "options": options}}
     rc, result = _adhoc(master, "hpc.gpu_containers.lsf_application",
                         {"path": LSB_APPLICATIONS, "profiles": [leaky]}, become=True)
     assert rc == 0 and result["changed"] is True, result

@@ -198,7 +198,8 @@ def test_sourcing_the_written_file_never_executes_anything(tmp_path, value):
         assert get_keys(new)["LSF_SITE_VALUE"] == value
     conf.write_bytes(new.encode())
     proc = subprocess.run(["sh", "-c", '. ./lsf.conf && printf "%s" "${LSF_SITE_VALUE-unset}"'],
-                          cwd=str(tmp_path), capture_output=True, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+                          cwd=str(tmp_path), capture_output=True, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
+                          check=False)
     assert not (tmp_path / "canary").exists()
     assert proc.returncode == 0, proc.stderr
     expected = get_keys(new).get("LSF_SITE_VALUE", "unset")

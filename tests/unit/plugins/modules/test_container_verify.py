@@ -350,8 +350,8 @@ def test_lsf_not_submitted_in_check_mode(run, lsf):
 
 
 SECOND = "GPU-0b5d9b0c-6f3e-4c55-9c2a-5d3e1f0a7b11"
-TWO_FACTS = dict(FACTS, gpus=FACTS["gpus"] + [{"index": 1, "uuid": SECOND, "pci_bus_id": "00000000:3B:00.0",
-                                                "minor_number": 1}])
+SECOND_GPU = {"index": 1, "uuid": SECOND, "pci_bus_id": "00000000:3B:00.0", "minor_number": 1}
+TWO_FACTS = dict(FACTS, gpus=FACTS["gpus"] + [SECOND_GPU])
 
 
 def two_gpu_output():
