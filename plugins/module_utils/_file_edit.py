@@ -10,11 +10,23 @@ Pure Python, no Ansible: models hand in a ``compute(text) -> text`` function and
 get an :class:`EditResult` back.  Nothing is written when the computed text equals
 the current text, so reruns and check mode are exact by construction.
 
-Locking: an exclusive ``flock`` on the target file itself.  Because the rename
-replaces the inode, a writer that waited on the old inode re-checks that the path
-still names the inode it locked and starts over if not, so two concurrent writers
-serialise and neither update is lost.  A file that does not exist yet is locked
-through its parent directory.
+Only regular files are edited.  A symlink is followed and the file it points to
+is edited in place of the link; a directory, device, FIFO or socket (also behind
+a symlink) is refused before it is opened, so a FIFO cannot block the run and a
+device is never replaced by a regular file.
+
+Locking: an exclusive ``flock`` on the target file itself, waited for at most
+``lock_timeout`` seconds.  Because the rename replaces the inode, a writer that
+waited on the old inode re-checks that the path still names the inode it locked
+and starts over if not, so two concurrent writers serialise and neither update is
+lost.  A file that does not exist yet is locked through its parent directory.
+
+Every operating-system error (EACCES, EROFS, ENOSPC, ...) becomes a
+:class:`FileEditError` that names the path and the step; the target is unchanged
+then.  Backups are written like the target (temp file, then rename), so a full
+disk never leaves a truncated file with a backup's name.  Temp files are named
+``.<basename>.XXXXXXXX.tmp``; those a killed run left behind are removed by the
+next run that holds the lock, once they are older than :data:`STALE_TEMP_AGE`.
 """
 
 from __future__ import annotations
@@ -23,12 +35,28 @@ import difflib
 import errno
 import fcntl
 import os
-import shutil
+import re
 import stat
 import tempfile
 import time
 
-__all__ = ["FileEditError", "EditResult", "edit_file", "unified_diff"]
+__all__ = ["LOCK_TIMEOUT", "STALE_TEMP_AGE", "FileEditError", "EditResult", "edit_file", "unified_diff"]
+
+# Seconds a run waits for another run's lock on the same file.
+LOCK_TIMEOUT = 30
+# Seconds after which a temp file of ours is taken as left by a killed run.  The
+# lock already keeps every live writer of this file out while we clean up; the
+# age also protects writers on filesystems without flock.
+STALE_TEMP_AGE = 600
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_KINDS = (
+    (stat.S_ISDIR, "directory"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISFIFO, "FIFO"),
+    (stat.S_ISSOCK, "socket"),
+)
 
 
 class FileEditError(Exception):
@@ -73,8 +101,8 @@ class EditResult:
         """Ansible's diff dict (before/after with headers)."""
         return {
             "before": self.before if self.before is not None else "",
-            "after": self.after,
-            "before_header": "%s (content)" % self.path if not self.created else "%s (absent)" % self.path,
+            "after": self.after if self.after is not None else "",
+            "before_header": "%s (content)" % self.path if self.before is not None else "%s (absent)" % self.path,
             "after_header": "%s (content)" % self.path,
         }
 
@@ -92,38 +120,75 @@ def _before_rename(tmp_path, path):  # pragma: no cover - trivial
     return None
 
 
-def _read(path):
-    with open(path, "rb") as handle:
-        data = handle.read()
+def _kind(mode):
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "unknown file type"
+
+
+def _check_regular(path, real):
+    """Refuse anything but a regular file (or an absent one) at ``real``; return whether it exists."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FileEditError("file is not valid UTF-8 (byte offset %d)" % exc.start, path=path)
+        st = os.stat(real)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise FileEditError("cannot stat: %s" % exc.strerror, path=path)
+    if stat.S_ISDIR(st.st_mode):
+        raise FileEditError("is a directory, not a file", path=path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = _kind(st.st_mode)
+        if real != os.path.abspath(path):
+            kind = "%s %s" % (kind, real)
+        raise FileEditError("not a regular file (%s)" % kind, path=path)
+    return True
 
 
-def _lock(path):
-    """Return a locked fd for ``path`` (or its directory when absent)."""
+def _flock(fd, path, what, timeout):
+    """Take an exclusive flock on ``fd``, waiting at most ``timeout`` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = 0.005
     while True:
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                # Filesystems without flock (some NFS setups): carry on unlocked,
+                # the rename still keeps every reader safe.
+                return
+        if deadline is not None and time.monotonic() >= deadline:
+            os.close(fd)
+            raise FileEditError("another process holds the lock on %s; gave up after %g s" % (what, timeout), path=path)
+        time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.1)
+
+
+def _lock(path, shown, timeout):
+    """Return a locked fd for the regular file ``path`` (or its directory when absent)."""
+    while True:
+        try:
+            # O_NONBLOCK: a FIFO swapped in after the type check must not block the open.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | _CLOEXEC)
             target_exists = True
         except OSError as exc:
             if exc.errno != errno.ENOENT:
-                raise FileEditError("cannot open: %s" % exc.strerror, path=path)
-            parent = os.path.dirname(os.path.abspath(path))
+                raise FileEditError("cannot open: %s" % exc.strerror, path=shown)
+            parent = os.path.dirname(path)
             try:
-                fd = os.open(parent, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                fd = os.open(parent, os.O_RDONLY | _CLOEXEC)
             except OSError as exc2:
-                raise FileEditError("directory %s cannot be opened: %s" % (parent, exc2.strerror), path=path)
+                raise FileEditError("directory %s cannot be opened: %s" % (parent, exc2.strerror), path=shown)
             target_exists = False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            # Filesystems without flock (some NFS setups): carry on unlocked,
-            # the rename still keeps every reader safe.
-            return fd
+        if target_exists:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                os.close(fd)
+                raise FileEditError("not a regular file (%s)" % _kind(mode), path=shown)
+        _flock(fd, shown, "this file" if target_exists else "directory %s" % os.path.dirname(path), timeout)
         if not target_exists:
-            if os.path.exists(path):
+            if os.path.lexists(path):
                 os.close(fd)
                 continue
             return fd
@@ -135,86 +200,171 @@ def _lock(path):
         os.close(fd)  # replaced while we waited: lock the new file
 
 
-def _backup(path):
-    stamp = time.strftime("%Y-%m-%d@%H:%M:%S")
-    dest = "%s.%d.%s~" % (path, os.getpid(), stamp)
-    shutil.copy2(path, dest)
-    return dest
-
-
-def _write_atomic(path, text, new_mode, validate):
-    directory = os.path.dirname(os.path.abspath(path))
+def _read_fd(fd, path):
+    chunks = []
     try:
-        st = os.stat(path)
+        os.lseek(fd, 0, os.SEEK_SET)
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError as exc:
+        raise FileEditError("cannot read: %s" % exc.strerror, path=path)
+    data = b"".join(chunks)
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileEditError("file is not valid UTF-8 (byte offset %d)" % exc.start, path=path)
+
+
+def _temp_name_pattern(basename):
+    # tempfile.mkstemp's names: prefix + 8 characters of [a-z0-9_] + suffix
+    return re.compile(r"\A\.%s\.[a-z0-9_]{8}\.tmp\Z" % re.escape(basename))
+
+
+def _remove_stale_temps(real, shown):
+    """Remove temp files a killed run left next to ``real``; return warnings."""
+    directory, basename = os.path.split(real)
+    pattern = _temp_name_pattern(basename)
+    removed = []
+    try:
+        names = os.listdir(directory)
     except OSError:
-        st = None
-    fd, tmp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=directory)
+        return removed
+    now = time.time()
+    for name in names:
+        if not pattern.match(name):
+            continue
+        candidate = os.path.join(directory, name)
+        try:
+            st = os.lstat(candidate)
+            if not stat.S_ISREG(st.st_mode) or now - st.st_mtime < STALE_TEMP_AGE:
+                continue
+            os.unlink(candidate)
+        except OSError:
+            continue  # gone already, or a read-only directory: nothing to clean there
+        removed.append("%s: removed %s, left by an interrupted run" % (shown, candidate))
+    return removed
+
+
+def _write_temp_then_rename(data, dest, target, mode, owner, shown, what, validate=None, times=None):
+    """Write ``data`` to a temp file next to ``dest``, fsync it, give it ``mode``
+    and ``owner``, then rename it onto ``dest``.  The temp file is removed on any failure.
+
+    The temp file is named after the edited ``target`` (also for a backup), so the
+    stale-temp cleanup of the next run finds it after a kill."""
+    directory = os.path.dirname(dest)
+    step = "write %s" % what
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        if st is not None:
-            os.chmod(tmp_path, stat.S_IMODE(st.st_mode))
-            if os.geteuid() == 0:
-                os.chown(tmp_path, st.st_uid, st.st_gid)
-        else:
-            os.chmod(tmp_path, new_mode)
+        fd, tmp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(target), suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise FileEditError("cannot %s: %s" % (step, exc.strerror), path=shown)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        step = "set owner and mode of %s" % what
+        # Owner first: chown clears the setuid and setgid bits, chmod sets them again.
+        if owner is not None:
+            os.chown(tmp_path, owner[0], owner[1])
+        os.chmod(tmp_path, mode)
+        if times is not None:
+            os.utime(tmp_path, ns=times)
         if validate is not None:
             validate(tmp_path)
-        _before_rename(tmp_path, path)
-        os.rename(tmp_path, path)
-    except BaseException:
+        _before_rename(tmp_path, dest)
+        step = "replace the file" if what != "backup" else "write backup"
+        os.rename(tmp_path, dest)
+    except BaseException as exc:
         try:
             os.unlink(tmp_path)
         except OSError:
-            pass
+            pass  # already renamed or never there
+        if isinstance(exc, OSError):
+            raise FileEditError("cannot %s: %s" % (step, exc.strerror), path=shown)
         raise
+
+
+def _fsync_dir(directory):
+    # Best effort: the rename is already done and visible, so an error here
+    # must not report the edit as failed.  Some filesystems refuse fsync on dirs.
     try:
-        dir_fd = os.open(directory, os.O_RDONLY)
+        dir_fd = os.open(directory, os.O_RDONLY | _CLOEXEC)
         try:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
     except OSError:
-        pass
+        return
+
+
+def _backup(real, shown, data, st):
+    stamp = time.strftime("%Y-%m-%d@%H:%M:%S")
+    dest = "%s.%d.%s~" % (real, os.getpid(), stamp)
+    owner = (st.st_uid, st.st_gid) if os.geteuid() == 0 else None
+    _write_temp_then_rename(data, dest, real, stat.S_IMODE(st.st_mode), owner, shown, "backup",
+                            times=(st.st_atime_ns, st.st_mtime_ns))
+    return dest
 
 
 def edit_file(path, compute, check_mode=False, backup=False, create=False,
-              new_mode=0o644, validate=None):
+              new_mode=0o644, validate=None, lock_timeout=LOCK_TIMEOUT):
     """Run one edit transaction on ``path``.
 
     ``compute(text)`` gets the current text (``None`` when the file is absent and
     ``create`` is true) and returns ``(new_text, warnings)`` or just ``new_text``.
+    Returning ``None`` means "nothing to write": the file stays as it is, an
+    absent one is not created.
     It raises :class:`FileEditError` for bad input; nothing is written then.
     ``validate(tmp_path)`` may check the finished temp file before the rename and
-    raise :class:`FileEditError` to abort.
+    raise :class:`FileEditError` to abort.  ``lock_timeout`` is how many seconds to
+    wait for another run's lock (``None``: no limit).
     """
     path = os.fspath(path)
-    if os.path.isdir(path):
-        raise FileEditError("is a directory, not a file", path=path)
     # Edit the file a symlink points to (e.g. /etc/lsf.conf -> shared LSF_ENVDIR):
     # renaming onto the link itself would replace it with a private copy.
     real = os.path.realpath(path)
-    fd = _lock(real)
+    _check_regular(path, real)
+    fd = _lock(real, path, lock_timeout)
     try:
-        exists = os.path.exists(real)
+        exists = stat.S_ISREG(os.fstat(fd).st_mode)
         if not exists and not create:
             raise FileEditError("file does not exist", path=path)
-        before = _read(real) if exists else None
+        data, before = _read_fd(fd, path) if exists else (None, None)
+        warnings = [] if check_mode else _remove_stale_temps(real, path)
         out = compute(before)
-        warnings = []
         if isinstance(out, tuple):
-            after, warnings = out
+            after, more = out
+            warnings.extend(more)
         else:
             after = out
+        if after is None:  # nothing to write: an absent file stays absent
+            after = before
         changed = after != before
-        result = EditResult(path, before, after, created=not exists, changed=changed, warnings=warnings)
+        result = EditResult(path, before, after, created=changed and not exists, changed=changed, warnings=warnings)
         if not changed or check_mode:
             return result
+        try:
+            encoded = after.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise FileEditError("the new content cannot be written as UTF-8: %s" % exc.reason, path=path)
+        st = os.fstat(fd) if exists else None
         if backup and exists:
-            result.backup_file = _backup(real)
-        _write_atomic(real, after, new_mode, validate)
+            result.backup_file = _backup(real, path, data, st)
+        if st is not None:
+            mode = stat.S_IMODE(st.st_mode)
+            owner = (st.st_uid, st.st_gid) if os.geteuid() == 0 else None
+        else:
+            mode, owner = new_mode, None
+        _write_temp_then_rename(encoded, real, real, mode, owner, path,
+                                "temporary file in %s" % os.path.dirname(real), validate=validate)
+        _fsync_dir(os.path.dirname(real))
         return result
     finally:
         os.close(fd)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import (
+    LOCK_TIMEOUT,
     FileEditError,
     edit_file,
 )
@@ -49,12 +50,14 @@ def result_dict(module, result):
     return out
 
 
-def run_edit(module, path, compute, create=False, validate=None, new_mode=0o644):
+def run_edit(module, path, compute, create=False, validate=None, new_mode=0o644, lock_timeout=LOCK_TIMEOUT):
     """Run one edit transaction for ``module`` on ``path``.
 
     Honours ``module.check_mode`` and the module's ``backup`` option when it has
     one.  Returns the dict from :func:`result_dict`; on :class:`FileEditError`
-    it calls ``module.fail_json`` (which does not return).
+    (bad input, a file that is not a regular file, a lock held past
+    ``lock_timeout`` seconds, any operating-system error) it calls
+    ``module.fail_json`` (which does not return).
     """
     try:
         result = edit_file(
@@ -65,6 +68,7 @@ def run_edit(module, path, compute, create=False, validate=None, new_mode=0o644)
             create=create,
             new_mode=new_mode,
             validate=validate,
+            lock_timeout=lock_timeout,
         )
     except FileEditError as err:
         module.fail_json(msg=str(err), path=path)

@@ -14,13 +14,21 @@ description:
   - Deep-merges O(settings) into Docker's C(daemon.json), keeping every key it was not asked about.
   - Objects merge key by key; a V(null) value deletes the key at that depth; lists such as
     C(insecure-registries) are unioned in order unless O(list_merge=replace); other values replace.
+  - O(remove) takes items out of lists, leaving the items other tools put there.
   - The file is rewritten only when the merged result differs from the current file as JSON.
     A file that is equal as JSON but formatted differently (for example the sorted, unterminated
     output of C(nvidia-ctk runtime configure)) is left alone, so reruns and C(--check) runs report
-    no change.
-  - Written files use a 4-space indent and end with a newline. The write is atomic and keeps the
-    owner and mode of an existing file; a new file gets mode C(0644).
-  - A malformed existing file is refused with C(path:line:col) and left untouched.
+    no change. When nothing is to be written to an absent file (only deletions or removals were asked
+    for), no file and no directory is created.
+  - A changed file keeps its own layout. Values that did not change keep their exact text, and the
+    lines around them stay as they were; changed values and new keys follow the file's indentation
+    (2 or 4 spaces, tabs, or one compact line), separators, C(\u) escaping and final newline or lack
+    of one. A new file gets a 4-space indent and ends with a newline.
+  - The write is atomic and keeps the owner and mode of an existing file; a new file gets mode C(0644).
+  - A malformed existing file is refused with C(path:line:col) and left untouched. So is a file with
+    V(NaN) or V(Infinity), numbers out of range, nesting deeper than 64 levels, or more than 1 MiB.
+    The same checks apply to O(settings) and O(remove); their errors name the key,
+    for example C(settings.log-opts.max-size).
   - Restarting Docker is left to the caller; RV(restart_required) says when it is needed.
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
@@ -37,8 +45,18 @@ options:
     description:
       - Keys to merge into the file. Nested objects are merged recursively.
       - A V(null) value removes that key (at any depth) when present.
+      - At least one of O(settings) and O(remove) is required.
     type: dict
-    required: true
+  remove:
+    description:
+      - Items to take out of lists in the file. The keys lead to the list the way they do in the file
+        (top-level C(insecure-registries), or C(runtimes) then C(nvidia) then C(runtimeArgs)), and the
+        value there is the list of items to take out. See the examples.
+      - Items are compared as JSON values. Other items in the list are kept. A list that loses its
+        last item is removed with its key. Keys that are absent or do not hold a list are left alone.
+      - Applied after O(settings). An item both added through O(settings) and named here is an error.
+    type: dict
+    version_added: 0.2.0
   list_merge:
     description:
       - How a list in O(settings) combines with a list already in the file.
@@ -107,6 +125,13 @@ EXAMPLES = r"""
   hpc.gpu_containers.docker_daemon_config:
     settings:
       experimental: null
+
+- name: The registry serves TLS now; stop trusting it over plain HTTP, keep other tools' entries
+  hpc.gpu_containers.docker_daemon_config:
+    remove:
+      insecure-registries:
+        - registry.cluster.local:5000
+  notify: Reload docker
 
 - name: Make the list of insecure registries exactly this one
   hpc.gpu_containers.docker_daemon_config:
@@ -213,7 +238,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", default="/etc/docker/daemon.json"),
-            settings=dict(type="dict", required=True),
+            settings=dict(type="dict"),
+            remove=dict(type="dict"),
             list_merge=dict(type="str", choices=list(_daemon_json.LIST_MERGE_MODES), default="append"),
             validate=dict(type="str", choices=["auto", "always", "never"], default="auto"),
             dockerd_path=dict(type="path"),
@@ -221,14 +247,18 @@ def main():
             backup=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
+        required_one_of=[["settings", "remove"]],
     )
     path = module.params["path"]
-    settings = module.params["settings"]
     list_merge = module.params["list_merge"]
+    try:
+        settings, remove = _daemon_json.check_settings(module.params["settings"] or {}, module.params["remove"])
+    except FileEditError as err:
+        module.fail_json(msg=str(err), path=path)
     outcome = {}
 
     def compute(text):
-        new_text, merged, changed_keys, warnings = _daemon_json.compute(text, settings, list_merge, path)
+        new_text, merged, changed_keys, warnings = _daemon_json.compute(text, settings, list_merge, path, remove)
         outcome.update(config=merged, changed_keys=changed_keys)
         return new_text, warnings
 
@@ -236,11 +266,18 @@ def main():
     validator = _Validator(module, path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
+        # No directory, so no file: predict the new file directly.
+        try:
+            new_text, _warnings = compute(None)
+        except FileEditError as err:
+            module.fail_json(msg=str(err), path=path)
+        if new_text is None:
+            # Only deletions or removals: nothing to write, no directory to create.
+            result.update(changed=False, restart_required=False, validation={"status": "not_needed"}, **outcome)
+            module.exit_json(**result)
         if not module.params["create_directory"]:
             module.fail_json(msg="%s: directory %s does not exist (set create_directory=true to create it)" % (path, directory), path=path)
         if module.check_mode:
-            # Nothing to lock or read yet: predict the new file directly.
-            new_text, _warnings = compute(None)
             result.update(changed=True, restart_required=True, validation={"status": "not_needed"}, **outcome)
             if module._diff:
                 result["diff"] = {"before": "", "after": new_text, "before_header": "%s (absent)" % path, "after_header": "%s (content)" % path}

@@ -3,10 +3,12 @@
 """The shared file-edit transaction: check mode, no-op writes, backups,
 attributes, validation, error locations, crash safety and concurrent writers."""
 
+import errno
 import multiprocessing
 import os
 import signal
 import stat
+import time
 
 import pytest
 
@@ -300,3 +302,203 @@ def test_concurrent_creators_of_an_absent_file_lose_no_update(tmp_path):
     assert [proc.exitcode for proc in procs] == [0] * writers
     lines = path.read_text().splitlines()
     assert sorted(int(pid) for pid in lines) == sorted(proc.pid for proc in procs)
+
+
+# --- targets that are not regular files ----------------------------------------
+
+def _in_child(func, timeout=20):
+    """Run ``func()`` in a forked child; return (exitcode, message) or fail when it hangs."""
+    ctx = multiprocessing.get_context("fork")
+    reader, writer = ctx.Pipe(duplex=False)
+
+    def body():
+        try:
+            func()
+            writer.send("ok")
+        except FileEditError as err:
+            writer.send("FileEditError: %s" % err)
+        except BaseException as err:  # the message goes back to the test
+            writer.send("%s: %s" % (type(err).__name__, err))
+        os._exit(0)
+
+    child = ctx.Process(target=body)
+    child.start()
+    child.join(timeout)
+    if child.exitcode is None:
+        child.kill()
+        child.join()
+        pytest.fail("the edit hung for %d s" % timeout)
+    return reader.recv() if reader.poll(1) else None
+
+
+def test_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "daemon.json"
+    os.mkfifo(fifo)
+    message = _in_child(lambda: edit_file(str(fifo), _append("X=1"), create=True))
+    assert message == "FileEditError: %s: not a regular file (FIFO)" % fifo
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert os.listdir(tmp_path) == ["daemon.json"]
+
+
+def _null_device(directory):
+    """A private null device: a test must never risk the machine's /dev/null."""
+    node = directory / "null"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except OSError as err:
+        pytest.skip("cannot create a device node here: %s" % err.strerror)
+    return node
+
+
+def test_symlink_to_a_device_is_refused_and_the_device_kept(tmp_path):
+    device = _null_device(tmp_path)
+    link = tmp_path / "daemon.json"
+    link.symlink_to(device)
+    with pytest.raises(FileEditError) as err:
+        edit_file(str(link), _append("X=1"), create=True)
+    assert str(err.value) == "%s: not a regular file (character device %s)" % (link, device)
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
+    assert os.path.islink(link)
+    assert sorted(os.listdir(tmp_path)) == ["daemon.json", "null"]
+
+
+def test_socket_is_refused(tmp_path):
+    import socket
+    path = tmp_path / "lsf.conf"
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(path))
+        with pytest.raises(FileEditError) as err:
+            edit_file(str(path), _append("X=1"))
+    finally:
+        sock.close()
+    assert str(err.value) == "%s: not a regular file (socket)" % path
+
+
+def test_lock_wait_has_a_timeout_naming_path_and_holder(conf):
+    import fcntl
+    import time
+    holder = os.open(conf, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        start = time.monotonic()
+        with pytest.raises(FileEditError) as err:
+            edit_file(str(conf), _append("X=1"), lock_timeout=0.3)
+        waited = time.monotonic() - start
+    finally:
+        os.close(holder)
+    assert str(err.value) == "%s: another process holds the lock on this file; gave up after 0.3 s" % conf
+    assert 0.25 <= waited < 5
+    assert conf.read_bytes() == ORIGINAL.encode()
+    # released: the next edit goes through
+    assert edit_file(str(conf), _append("X=1"), lock_timeout=0.3).changed is True
+
+
+# --- operating-system errors at every step -------------------------------------
+
+def _fail_on(monkeypatch, name, err, when=lambda *args: True):
+    real = getattr(os, name)
+
+    def failing(*args, **kwargs):
+        if when(*args):
+            raise OSError(err, os.strerror(err))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(_file_edit.os, name, failing)
+
+
+@pytest.mark.parametrize("err", [errno.EACCES, errno.EROFS, errno.ENOSPC, errno.EIO])
+@pytest.mark.parametrize("step, os_name, expected", [
+    ("lock", "open", "cannot open: {}"),
+    ("read", "read", "cannot read: {}"),
+    ("temp", "write", "cannot write temporary file in {dir}: {}"),
+    ("fsync", "fsync", "cannot write temporary file in {dir}: {}"),
+    ("rename", "rename", "cannot replace the file: {}"),
+])
+def test_os_errors_become_file_edit_errors(conf, monkeypatch, step, os_name, expected, err):
+    target = str(conf)
+
+    def when(*args):
+        if os_name == "open":
+            return args[0] == target
+        return True
+    _fail_on(monkeypatch, os_name, err, when)
+    with pytest.raises(FileEditError) as exc:
+        edit_file(target, _append("X=1"))
+    monkeypatch.undo()
+    assert str(exc.value) == "%s: %s" % (target, expected.format(os.strerror(err), dir=conf.parent))
+    assert conf.read_bytes() == ORIGINAL.encode()
+    assert _leftovers(conf.parent, ["lsf.conf"]) == []
+
+
+def test_disk_full_during_backup_leaves_no_truncated_backup(conf, monkeypatch):
+    writes = []
+
+    def when(fd, data):
+        writes.append(len(data))
+        return len(writes) == 1  # the backup is written first
+    _fail_on(monkeypatch, "write", errno.ENOSPC, when)
+    with pytest.raises(FileEditError) as exc:
+        edit_file(str(conf), _append("X=1"), backup=True)
+    monkeypatch.undo()
+    assert str(exc.value) == "%s: cannot write backup: %s" % (conf, os.strerror(errno.ENOSPC))
+    assert conf.read_bytes() == ORIGINAL.encode()
+    assert _leftovers(conf.parent, ["lsf.conf"]) == []
+
+
+def test_backup_is_renamed_into_place_complete(conf, monkeypatch):
+    renames = []
+    real_rename = os.rename
+
+    def spy(src, dst):
+        if dst.endswith("~"):
+            renames.append(dst)
+            assert os.path.basename(src).startswith(".lsf.conf.") and src.endswith(".tmp")
+            with open(src, "rb") as handle:
+                assert handle.read() == ORIGINAL.encode()
+        return real_rename(src, dst)
+    monkeypatch.setattr(_file_edit.os, "rename", spy)
+    result = edit_file(str(conf), _append("X=1"), backup=True)
+    assert renames == [result.backup_file]
+
+
+# --- stale temp files of killed runs ---------------------------------------------
+
+def _stale(directory, name, age):
+    path = directory / name
+    path.write_text("half")
+    past = time.time() - age
+    os.utime(path, (past, past))
+    return path
+
+
+def test_stale_temp_files_are_removed_by_the_next_run(conf):
+    old = _stale(conf.parent, ".lsf.conf.k2j4_x9a.tmp", 3600)
+    fresh = _stale(conf.parent, ".lsf.conf.a1b2c3d4.tmp", 5)           # maybe a live writer's
+    other = _stale(conf.parent, ".lsb.hosts.k2j4_x9a.tmp", 3600)       # another file's
+    lookalike = _stale(conf.parent, ".lsf.conf.bak.tmp", 3600)          # not our pattern
+
+    check = edit_file(str(conf), _append("X=1"), check_mode=True)
+    assert old.exists() and check.warnings == []
+
+    result = edit_file(str(conf), _append("X=1"))
+    assert not old.exists()
+    assert fresh.exists() and other.exists() and lookalike.exists()
+    assert result.warnings == ["%s: removed %s, left by an interrupted run" % (conf, old)]
+
+
+def test_stale_temp_files_are_removed_even_when_nothing_changes(conf):
+    old = _stale(conf.parent, ".lsf.conf.zzzzzzzz.tmp", 3600)
+    result = edit_file(str(conf), lambda text: text)
+    assert result.changed is False
+    assert not old.exists()
+
+
+def test_compute_returning_none_means_nothing_to_write(conf, tmp_path):
+    before = os.stat(conf)
+    result = edit_file(str(conf), lambda text: None)
+    assert result.changed is False and result.after == ORIGINAL
+    assert os.stat(conf).st_mtime_ns == before.st_mtime_ns
+    absent = tmp_path / "absent.conf"
+    result = edit_file(str(absent), lambda text: None, create=True)
+    assert (result.changed, result.created, result.diff["after"]) == (False, False, "")
+    assert not absent.exists()

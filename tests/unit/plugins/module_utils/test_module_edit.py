@@ -113,3 +113,45 @@ def test_create_passes_through(tmp_path, make_module):
     assert result["changed"] is True
     assert path.read_text() == "{}\n"
     assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+def _failed(capsys, call):
+    with pytest.raises(SystemExit) as exc:
+        call()
+    assert exc.value.code == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["failed"] is True
+    return out
+
+
+def test_fifo_fails_the_module_without_blocking(tmp_path, capsys, make_module):
+    path = tmp_path / "lsf.conf"
+    os.mkfifo(path)
+    module = make_module({"path": str(path)})
+    out = _failed(capsys, lambda: run_edit(module, str(path), _add))
+    assert out["msg"] == "%s: not a regular file (FIFO)" % path
+
+
+def test_lock_timeout_passes_through_and_fails_the_module(conf, capsys, make_module):
+    import fcntl
+    holder = os.open(conf, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        module = make_module({"path": str(conf)})
+        out = _failed(capsys, lambda: run_edit(module, str(conf), _add, lock_timeout=0.1))
+    finally:
+        os.close(holder)
+    assert out["msg"] == "%s: another process holds the lock on this file; gave up after 0.1 s" % conf
+    assert conf.read_text() == ORIGINAL
+
+
+def test_read_only_directory_fails_the_module_with_the_reason(conf, capsys, make_module, monkeypatch):
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils import _file_edit
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, os.strerror(30))
+    monkeypatch.setattr(_file_edit.tempfile, "mkstemp", read_only)
+    module = make_module({"path": str(conf)})
+    out = _failed(capsys, lambda: run_edit(module, str(conf), _add))
+    assert out["msg"] == "%s: cannot write temporary file in %s: Read-only file system" % (conf, conf.parent)
+    assert conf.read_text() == ORIGINAL

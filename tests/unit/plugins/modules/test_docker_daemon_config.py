@@ -193,3 +193,124 @@ def test_duplicate_key_in_file_is_a_warning_and_last_wins(tmp_path, capsys):
     assert res["changed"] is False  # the effective value is already true
     messages = [w["event"]["msg"] if isinstance(w, dict) else w for w in res["warnings"]]  # 2.19 returns WarningSummary dicts
     assert messages == ["%s: key 'debug' appears more than once; the last one wins" % path]
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+@pytest.mark.parametrize("settings", [{"foo": None}, {"log-opts": {"max-size": None}}])
+def test_delete_only_settings_on_a_host_without_daemon_json_change_nothing(tmp_path, capsys, settings, check_mode):
+    path = tmp_path / "daemon.json"
+    res = run(capsys, path=str(path), settings=settings, _ansible_check_mode=check_mode, _ansible_diff=True)
+    assert res["changed"] is False and res["restart_required"] is False
+    assert res["changed_keys"] == [] and res["config"] == {}
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_nothing_to_write_creates_no_directory(tmp_path, capsys, check_mode):
+    path = tmp_path / "etc-docker" / "daemon.json"
+    for args in ({"settings": {"foo": None}}, {"remove": {"insecure-registries": ["head01:5000"]}}):
+        res = run(capsys, path=str(path), create_directory=True, _ansible_check_mode=check_mode, **args)
+        assert res["changed"] is False and res["restart_required"] is False
+    assert os.listdir(tmp_path) == []
+
+
+def test_remove_takes_the_registry_out_and_keeps_other_entries(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    original = '{\n  "insecure-registries": ["10.0.0.0/8", "head01:5000"],\n  "live-restore": true\n}\n'
+    path.write_text(original)
+    remove = {"insecure-registries": ["head01:5000"]}
+    res = run(capsys, path=str(path), remove=remove, _ansible_check_mode=True, _ansible_diff=True)
+    assert res["changed"] is True and res["restart_required"] is True
+    assert res["changed_keys"] == ["insecure-registries"]
+    assert path.read_text() == original
+    res = run(capsys, path=str(path), remove=remove)
+    assert res["changed"] is True and res["config"]["insecure-registries"] == ["10.0.0.0/8"]
+    assert path.read_text() == '{\n  "insecure-registries": ["10.0.0.0/8"],\n  "live-restore": true\n}\n'
+    res = run(capsys, path=str(path), remove=remove)
+    assert res["changed"] is False
+
+
+def test_settings_or_remove_is_required_and_bad_values_fail_cleanly(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    res = run(capsys, path=str(path))
+    assert res["failed"] is True and "settings, remove" in res["msg"]
+    res = run(capsys, path=str(path), settings={"insecure-registries": ["a:1"]}, remove={"insecure-registries": ["a:1"]})
+    assert res["failed"] is True
+    assert res["msg"] == "remove.insecure-registries: a:1 is also in settings.insecure-registries"
+    res = run(capsys, path=str(path), settings={"shm-size": float("nan")})
+    assert res["failed"] is True and res["msg"] == "settings.shm-size: NaN is not a JSON number"
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_change_keeps_the_files_layout(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    original = (FIXTURES / "site-compact.json").read_text()
+    path.write_text(original)
+    run(capsys, path=str(path), settings={"insecure-registries": ["head01:5000"]})
+    assert path.read_text() == original.replace('["10.0.0.0/8"]', '["10.0.0.0/8","head01:5000"]')
+
+
+# --- roles/container_registry: insecure mode and back to TLS ----------------------
+
+CLIENT_TASKS = Path(__file__).resolve().parents[4] / "roles" / "container_registry" / "tasks" / "client.yml"
+
+
+def _client_daemon_json_calls(**variables):
+    """The docker_daemon_config arguments of the client tasks whose ``when`` holds, rendered."""
+    import jinja2
+    import yaml
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["bool"] = lambda value: value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+
+    def render(value):
+        if isinstance(value, str):
+            return env.from_string(value).render(**variables)
+        if isinstance(value, list):
+            return [render(item) for item in value]
+        if isinstance(value, dict):
+            return {key: render(item) for key, item in value.items()}
+        return value
+
+    for task in yaml.safe_load(CLIENT_TASKS.read_text()):
+        args = task.get("hpc.gpu_containers.docker_daemon_config")
+        if args is None:
+            continue
+        conditions = task.get("when", [])
+        conditions = [conditions] if isinstance(conditions, str) else conditions
+        if all(env.compile_expression(condition)(**variables) for condition in conditions):
+            yield render(args)
+
+
+def _apply_client_role(capsys, path, insecure):
+    results = []
+    for args in _client_daemon_json_calls(container_registry_insecure=insecure, container_registry_address="head01:5000"):
+        results.append(run(capsys, path=str(path), **args))
+    return results
+
+
+def test_registry_switched_back_to_tls_is_taken_out_of_insecure_registries(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    path.write_text('{\n    "insecure-registries": [\n        "10.0.0.0/8"\n    ]\n}\n')
+
+    assert [res["changed"] for res in _apply_client_role(capsys, path, insecure=True)] == [True]
+    assert json.loads(path.read_text())["insecure-registries"] == ["10.0.0.0/8", "head01:5000"]
+
+    assert [res["changed"] for res in _apply_client_role(capsys, path, insecure=False)] == [True]
+    assert path.read_text() == '{\n    "insecure-registries": [\n        "10.0.0.0/8"\n    ]\n}\n'
+
+    assert [res["changed"] for res in _apply_client_role(capsys, path, insecure=False)] == [False]
+
+
+def test_tls_registry_on_a_host_without_daemon_json_writes_nothing(tmp_path, capsys):
+    path = tmp_path / "docker" / "daemon.json"
+    assert [res["changed"] for res in _apply_client_role(capsys, path, insecure=False)] == [False]
+    assert os.listdir(tmp_path) == []
+
+
+def test_settings_too_large_for_a_missing_directory_fail_cleanly(tmp_path, capsys):
+    path = tmp_path / "etc-docker" / "daemon.json"
+    res = run(capsys, path=str(path), settings={"labels": ["x" * (1 << 20)]}, create_directory=True, _ansible_check_mode=True)
+    assert res["failed"] is True
+    assert res["msg"].startswith("%s: the merged file would be " % path)
+    assert os.listdir(tmp_path) == []
