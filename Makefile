@@ -28,7 +28,7 @@ if $(2); then echo "make: $(1) took $$(( $$(date +%s) - start ))s"; \
 else rc=$$?; echo "make: $(1) FAILED (exit $$rc) after $$(( $$(date +%s) - start ))s" >&2; exit $$rc; fi
 endef
 
-.PHONY: help venv lint unit sanity units image molecule demo demo-down bench test clean
+.PHONY: help venv lint unit adversarial sanity units image molecule demo demo-down bench gpu-check test clean
 
 help: ## Show this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -51,6 +51,9 @@ lint: venv ## ruff, then ansible-lint --profile production
 
 unit: venv ## pytest tests/unit (no tests collected is a failure)
 	@$(call timed,unit,$(VENV)/bin/pytest -q tests/unit)
+
+adversarial: venv ## pytest tests/adversarial: hostile inputs, kill mid-write, concurrency, disk full, secrets
+	@$(call timed,adversarial,$(VENV)/bin/pytest -q -rs tests/adversarial)
 
 sanity: venv ## ansible-test sanity --venv --python 3.11 on a copy of the working tree
 	@$(call timed,sanity,tools/ansible_test.sh sanity)
@@ -90,7 +93,10 @@ bench: venv ## Run every benchmark in bench/*.py
 	    $(call timed,$$script,$(VENV)/bin/python "$$script"); \
 	done
 
-test: lint unit sanity units molecule ## Everything CI runs, in this order: lint unit sanity units molecule
+gpu-check: ## On a machine with a real NVIDIA GPU: record gpu_facts (and a container's view) as a fixture
+	$(PYTHON) tools/gpu-check.py
+
+test: lint unit adversarial sanity units molecule ## Everything CI runs, in this order: lint unit adversarial sanity units molecule
 
 clean: ## Remove test output and caches (keeps .venv and the ansible-test venv cache)
 	rm -rf tests/output .pytest_cache .ruff_cache .hypothesis
