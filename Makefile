@@ -16,8 +16,9 @@ VENV_STAMP := $(VENV)/.requirements-dev.stamp
 # Tools run with the venv first on PATH (ansible-lint and molecule call
 # ansible-playbook; molecule installs this collection into $VIRTUAL_ENV/.ansible).
 WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
-# In this order: default first, then the registry's explicit insecure mode and bad inputs.
-MOLECULE_SCENARIOS ?= default registry_insecure
+# In this order: default first, then the registry's explicit insecure mode and bad inputs, then
+# the rootless runtimes (podman, udocker) on a GPU node of their own.
+MOLECULE_SCENARIOS ?= default registry_insecure rootless
 # Named volumes the scenarios share between their nodes (the default scenario's LSF_TOP).
 MOLECULE_VOLUMES := hpc-gpu-molecule-lsf-top
 

@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rootless runtimes on a GPU node: the unprivileged job user runs the verification report with rootless podman
+(GPUs through CDI) and with udocker; root runs it with podman. Each run must print the verification report
+(``hpc-verify: 1``, ``arch=``) with the node's architecture and the user's own uid, and a file it creates in
+``$HOME`` must belong to the user."""
+from __future__ import annotations
+
+import os
+import shlex
+
+import pytest
+import testinfra
+import testinfra.utils.ansible_runner
+
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+testinfra_hosts = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("gpu_nodes")
+
+USER = "rluser"
+UID = 2001
+IMAGE = "localhost/hpc/verify-busybox:1"
+# The verification report's head (plugins/module_utils/_verify.py) plus what the rootless checks need;
+# only busybox in the image, so each applet is called by name.
+REPORT = ('B=/bin/busybox; echo "hpc-verify: 1"; echo "arch=$($B uname -m)"; echo "nvidia_smi=absent"; '
+          'echo "uid=$($B id -u)"; echo "gpus=$($B ls /dev | $B grep -c "^nvidia[0-9]")"; '
+          '$B touch "$HOME/made-in-$1"')
+
+
+def as_user(host, command):
+    return host.run("runuser -l %s -c %s" % (USER, shlex.quote(command)))
+
+
+def report(text):
+    out = {}
+    for line in text.splitlines():
+        if "=" in line:
+            key, value = line.split("=", 1)
+            out[key.strip()] = value.strip()
+        elif line.startswith("hpc-verify:"):
+            out["hpc-verify"] = line.split(":", 1)[1].strip()
+    return out
+
+
+@pytest.fixture(scope="module")
+def image_tar(host):
+    """A one-binary rootfs (static busybox, from prepare) the user imports into each runtime."""
+    host.run_expect([0], "set -e; d=$(mktemp -d); mkdir -p $d/bin $d/dev $d/proc $d/sys $d/tmp $d/etc $d/run; "
+                         "cp /bin/busybox $d/bin/busybox; ln -s busybox $d/bin/sh; "
+                         "tar -C $d -cf /home/%s/verify.tar .; chown %s: /home/%s/verify.tar; rm -rf $d"
+                    % (USER, USER, USER))
+    return "/home/%s/verify.tar" % USER
+
+
+def test_subordinate_ids(host):
+    for path in ("/etc/subuid", "/etc/subgid"):
+        lines = [line.split(":") for line in host.file(path).content_string.splitlines()]
+        assert any(name == USER and int(count) >= 65536 for name, _start, count in lines), path
+
+
+def test_storage_is_overlay_never_vfs(host):
+    """Overlay: the kernel's own in a user namespace where it allows that (5.13+, as here), else fuse-overlayfs."""
+    for run in (as_user, lambda h, c: h.run(c)):
+        out = run(host, "podman info --format '{{.Store.GraphDriverName}}'")
+        assert out.rc == 0, out.stderr
+        assert out.stdout.strip() == "overlay", out.stdout
+
+
+def test_cdi_spec_names_the_gpus(host):
+    spec = host.file("/etc/cdi/nvidia.yaml")
+    assert spec.exists
+    assert "kind: nvidia.com/gpu" in spec.content_string
+    assert 'name: "0"' in spec.content_string and 'name: "1"' in spec.content_string
+
+
+def test_rootless_podman_with_cdi_gpus(host, image_tar):
+    as_user(host, "podman image exists %s || podman import -q %s %s" % (IMAGE, image_tar, IMAGE))
+    out = as_user(host, "podman run --rm --userns=keep-id -v $HOME:$HOME -e HOME=$HOME "
+                        "--device nvidia.com/gpu=all %s /bin/sh -c %s sh podman"
+                  % (IMAGE, shlex.quote(REPORT)))
+    assert out.rc == 0, out.stderr
+    seen = report(out.stdout)
+    assert seen["hpc-verify"] == "1"
+    assert seen["arch"] == host.system_info.arch
+    assert seen["uid"] == str(UID)
+    assert seen["gpus"] == "2", out.stdout  # gpu01: 2x V100 in the stand-in driver
+    made = host.file("/home/%s/made-in-podman" % USER)
+    assert made.uid == UID and made.gid == UID
+
+
+def test_rootless_podman_one_gpu(host, image_tar):
+    as_user(host, "podman image exists %s || podman import -q %s %s" % (IMAGE, image_tar, IMAGE))
+    out = as_user(host, "podman run --rm --device nvidia.com/gpu=0 %s /bin/busybox ls /dev" % IMAGE)
+    assert out.rc == 0, out.stderr
+    assert sorted(d for d in out.stdout.split() if d.startswith("nvidia") and d[6:].isdigit()) == ["nvidia0"]
+
+
+def test_unknown_cdi_device_fails_clearly(host, image_tar):
+    as_user(host, "podman image exists %s || podman import -q %s %s" % (IMAGE, image_tar, IMAGE))
+    out = as_user(host, "podman run --rm --device nvidia.com/gpu=7 %s /bin/busybox true" % IMAGE)
+    assert out.rc != 0
+    assert "nvidia.com/gpu=7" in out.stderr and "unresolvable CDI devices" in out.stderr, out.stderr
+
+
+def test_podman_as_root(host, image_tar):
+    host.run_expect([0], "podman image exists %s || podman import -q %s %s" % (IMAGE, image_tar, IMAGE))
+    out = host.run("podman run --rm %s /bin/sh -c %s sh root" % (IMAGE, shlex.quote(REPORT)))
+    assert out.rc == 0, out.stderr
+    seen = report(out.stdout)
+    assert seen["arch"] == host.system_info.arch and seen["uid"] == "0"
+
+
+def test_udocker_as_user(host, image_tar):
+    setup = as_user(host, "udocker -q inspect verify >/dev/null 2>&1 || "
+                          "{ udocker -q import %s verify-busybox:1 && udocker -q create --name=verify verify-busybox:1; }"
+                    % image_tar)
+    assert setup.rc == 0, setup.stdout + setup.stderr
+    out = as_user(host, "udocker -q run --hostauth --bindhome --user=%s verify /bin/busybox sh -c %s sh udocker"
+                  % (USER, shlex.quote(REPORT)))
+    assert out.rc == 0, out.stdout + out.stderr
+    seen = report(out.stdout)
+    assert seen["hpc-verify"] == "1"
+    assert seen["arch"] == host.system_info.arch
+    assert seen["uid"] == str(UID)
+    made = host.file("/home/%s/made-in-udocker" % USER)
+    assert made.uid == UID
+
+
+def test_udocker_exit_code_propagates(host, image_tar):
+    out = as_user(host, "udocker -q run verify /bin/busybox sh -c 'exit 3'")
+    assert out.rc == 3, out.stdout + out.stderr
+
+
+def test_udocker_never_fetches_its_tarball(host):
+    wrapper = host.file("/usr/local/bin/udocker").content_string
+    assert 'UDOCKER_TARBALL=""' in wrapper
+    assert not host.file("/home/%s/.udocker/bin/proot-x86_64" % USER).exists
