@@ -14,11 +14,11 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 VENV_STAMP := $(VENV)/.requirements-dev.stamp
 # Tools run with the venv first on PATH (ansible-lint and molecule call
-# ansible-playbook). Molecule installs this collection into .ansible/collections of
-# the checkout; the collections path names only that, so a copy some other run left
-# in ~/.ansible/collections can never shadow the code under test.
+# ansible-playbook). ANSIBLE_HOME is the checkout's own .ansible: molecule installs
+# this collection there and Ansible looks there, so a copy some other run left in
+# ~/.ansible/collections can never shadow the code under test.
 WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)" \
-	ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/.ansible/collections"
+	ANSIBLE_HOME="$(CURDIR)/.ansible"
 # In this order: default first, then the registry's explicit insecure mode and bad inputs, then
 # the rootless runtimes (podman, udocker) on a GPU node of their own.
 MOLECULE_SCENARIOS ?= default registry_insecure rootless
