@@ -57,7 +57,12 @@ def emit(text="", file=None):
 
 def open_shared(path, flags):
     """Open (creating) a file every user can write: LSF commands run as anyone."""
-    fd = os.open(path, flags | os.O_CREAT, 0o666)
+    # An existing file is opened without O_CREAT: with fs.protected_regular=2 the kernel refuses
+    # O_CREAT on another user's file in a sticky directory (the log's), even to root.
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        fd = os.open(path, flags | os.O_CREAT, 0o666)
     if os.fstat(fd).st_uid == os.getuid():
         os.fchmod(fd, 0o666)           # the creator's umask must not lock others out
     return fd
