@@ -19,11 +19,16 @@ VENV_STAMP := $(VENV)/.requirements-dev.stamp
 # ~/.ansible/collections can never shadow the code under test.
 WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)" \
 	ANSIBLE_HOME="$(CURDIR)/.ansible"
-# In this order: default first, then the registry's explicit insecure mode and bad inputs, then
-# the rootless runtimes (podman, udocker) on a GPU node of their own.
-MOLECULE_SCENARIOS ?= default registry_insecure rootless
-# Named volumes the scenarios share between their nodes (the default scenario's LSF_TOP).
-MOLECULE_VOLUMES := hpc-gpu-molecule-lsf-top
+# Two lanes side by side (tools/molecule-lanes.sh), the scenarios of a lane in turn: the default
+# scenario, then the registry's explicit insecure mode and bad inputs; beside them a real Slurm with
+# Docker jobs as a user across two nodes, then rolling changes on a live LSF cluster (close, drain,
+# restart, verify, reopen), then the rootless runtimes (podman, udocker) on a GPU node of their own.
+# Every scenario has its own nodes, network and volumes. One scenario: MOLECULE_LANES=slurm; one
+# lane of two: MOLECULE_LANES='"default slurm"'. Each lane's output: molecule-lane-<n>.log.
+MOLECULE_LANES ?= "default registry_insecure" "slurm rolling rootless"
+# Named volumes the scenarios share between their nodes (the LSF_TOP of default and rolling, the
+# slurm scenario's /home).
+MOLECULE_VOLUMES := hpc-gpu-molecule-lsf-top hpc-slurm-molecule-home hpc-gpu-molecule-roll-lsf-top
 
 # $(call timed,<label>,<command>): run a command and report its wall time.
 define timed
@@ -32,7 +37,7 @@ if $(2); then echo "make: $(1) took $$(( $$(date +%s) - start ))s"; \
 else rc=$$?; echo "make: $(1) FAILED (exit $$rc) after $$(( $$(date +%s) - start ))s" >&2; exit $$rc; fi
 endef
 
-.PHONY: help venv lint unit adversarial sanity units image molecule demo demo-down bench gpu-check test clean ppc64le
+.PHONY: help venv lint unit adversarial sanity units image slurm-image molecule demo demo-down bench gpu-check test clean ppc64le
 
 help: ## Show this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -68,13 +73,14 @@ units: venv ## ansible-test units --venv --python 3.11 on a copy of the working 
 image: ## Build the test-bed node image from Debian packages (tools/node-image.sh)
 	@$(call timed,image,tools/node-image.sh)
 
-molecule: venv ## molecule test, each of MOLECULE_SCENARIOS in turn, when a Docker engine answers
+slurm-image: ## Build the Slurm test bed's node and MPI job images from Debian packages (tools/slurm-image.sh)
+	@$(call timed,slurm-image,tools/slurm-image.sh)
+
+molecule: venv ## molecule test of MOLECULE_LANES (lanes side by side), when a Docker engine answers
 	@if docker info >/dev/null 2>&1; then \
-	    $(MAKE) --no-print-directory image && \
-	    for scenario in $(MOLECULE_SCENARIOS); do \
-	        { $(call timed,molecule $$scenario,$(WITH_VENV) molecule test -s $$scenario); }; \
-	    done; \
-	    docker volume rm $(MOLECULE_VOLUMES) >/dev/null 2>&1 || true; \
+	    $(MAKE) --no-print-directory image slurm-image && \
+	    { rc=0; $(WITH_VENV) tools/molecule-lanes.sh $(MOLECULE_LANES) || rc=$$?; \
+	      docker volume rm $(MOLECULE_VOLUMES) >/dev/null 2>&1 || true; exit $$rc; }; \
 	else \
 	    printf '%s\n' \
 	      '##################################################################' \
@@ -84,8 +90,9 @@ molecule: venv ## molecule test, each of MOLECULE_SCENARIOS in turn, when a Dock
 	    if [ -n "$${MOLECULE_REQUIRED:-}" ]; then echo "make molecule: MOLECULE_REQUIRED is set: failing" >&2; exit 1; fi; \
 	fi
 
-# Not part of `test`: 26 minutes on 2 shared cores, plus 7-9 minutes when the
-# disk image is not cached yet (molecule/README.md, "ppc64le").
+# Not part of `test` (CI runs it beside `make test`, .ci/run): 26 minutes on 2
+# shared cores, plus 7-9 minutes when the disk image is not cached yet
+# (molecule/README.md, "ppc64le").
 # Needs root (mmdebstrap --mode=root, binfmt_misc), a Docker engine and
 # qemu-system-ppc64; its own ANSIBLE_HOME, so it can run beside `make molecule`.
 ppc64le: venv image ## A POWER9 node under qemu beside an x86_64 node: molecule test -s ppc64le
@@ -93,7 +100,7 @@ ppc64le: venv image ## A POWER9 node under qemu beside an x86_64 node: molecule 
 	@[ "$$(id -u)" = 0 ] || { echo "make ppc64le: FAILED: needs root (mmdebstrap --mode=root, binfmt_misc); nothing was run" >&2; exit 1; }
 	@command -v qemu-system-ppc64 >/dev/null || { echo "make ppc64le: FAILED: qemu-system-ppc64 is missing: apt-get install qemu-system-ppc (from bookworm-backports where qemu-utils 10 is installed); nothing was run" >&2; exit 1; }
 	@$(call timed,ppc64le disk image,nice -n 19 tools/ppc64le-node.sh build)
-	@$(call timed,molecule ppc64le,$(WITH_VENV) ANSIBLE_HOME="$(CURDIR)/$(VENV)/.ansible-ppc64le" nice -n 19 molecule test -s ppc64le)
+	@$(call timed,molecule ppc64le,$(WITH_VENV) ANSIBLE_HOME="$(CURDIR)/$(VENV)/.ansible-ppc64le" molecule test -s ppc64le)
 
 demo: venv image ## Start the demo cluster (tools/demo.sh)
 	$(WITH_VENV) tools/demo.sh

@@ -28,7 +28,7 @@ BIN_TYPES = {
     "ppc64le": "linux3.10-glibc2.17-ppc64le",
     "aarch64": "linux3.10-glibc2.17-armv8",
 }
-COMMANDS = ["lsadmin", "badmin", "lshosts", "lsid", "bsub"]
+COMMANDS = ["lsadmin", "badmin", "lshosts", "lsid", "bsub", "bhosts", "bjobs"]
 DRIVER_SCRIPTS = ["docker-starter.py", "docker-control.py", "docker-monitor.py"]
 MTIME = 1700000000
 

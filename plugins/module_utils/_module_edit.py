@@ -18,7 +18,23 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit impo
     edit_file,
 )
 
-__all__ = ["model_errors", "result_dict", "run_edit"]
+__all__ = ["model_errors", "result_dict", "run_edit", "text_value"]
+
+
+def text_value(name, value, yes, no, separator):
+    """An option's value as a configuration file writes it: ``yes``/``no`` for booleans, lists joined with
+    ``separator``, numbers as text; None stays None (the key is removed)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return yes if value else no
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return separator.join(str(v) for v in value)
+    if isinstance(value, str):
+        return value
+    raise ValueError("the value of %s must be a string, number, boolean, list or null" % name)
 
 
 @contextmanager

@@ -19,7 +19,8 @@ the host GPUs that were requested (``all``, indices, or UUIDs) from the host's
 container, so they are never compared), their PCI bus ids and minor numbers,
 the driver version, the number of attached GPUs, and the CPU architecture.
 
-The same report can come back through LSF: :func:`bsub_argv` builds the
+The same report can come back through Slurm (:func:`srun_argv`: a job step whose container srun-docker
+starts) or through LSF: :func:`bsub_argv` builds the
 interactive submission (``bsub -app <profile> -I -m <host> /verify``) that
 lands in the profile's container, and :func:`parse_bsub_job_id` reads the job
 id from what ``bsub`` prints before the job's own output.
@@ -396,8 +397,29 @@ def bsub_argv(app, host, command, user=None, profile=None, as_root=False, gpus=0
     return argv
 
 
-def isolation_problems(report, gpus, allocated=1):
-    """What is wrong when a job LSF gave ``allocated`` GPU(s) sees another number or other GPUs.
+def srun_argv(user, node, image, command, srun_docker="srun-docker", partition=None, gpus=0, as_root=False,
+              job_name="hpc-verify", srun="srun"):
+    """argv that runs ``command`` in ``image`` as a Slurm job step on ``node``, through srun-docker.
+
+    ``gpus`` > 0 asks Slurm for that many GPUs (``--gres=gpu:N``); srun-docker hands the step's container exactly
+    the GPUs Slurm allocated. srun holds the submitting process until the step ends and relays its output, so the
+    report comes back on stdout. The step runs from the user's home, in a login shell (``sh -l``, so the site's
+    profile puts Slurm on the PATH); when called as root, ``user`` runs it, through ``runuser`` (srun-docker
+    refuses root).
+    """
+    srun = [srun, "--nodes=1", "--ntasks=1", "--nodelist=%s" % node, "--job-name=%s" % job_name]
+    if partition:
+        srun.append("--partition=%s" % partition)
+    if gpus:
+        srun.append("--gres=gpu:%d" % gpus)
+    argv = ["/bin/sh", "-lc", 'cd || exit 1; exec "$@"', "sh"] + srun + [srun_docker, "--no-ssh", image, "--"] + list(command)
+    if as_root and user and user != "root":
+        argv = ["runuser", "-u", user, "--"] + argv
+    return argv
+
+
+def isolation_problems(report, gpus, allocated=1, scheduler="LSF"):
+    """What is wrong when a job ``scheduler`` gave ``allocated`` GPU(s) sees another number or other GPUs.
 
     ``report`` is the parsed report of that job; ``gpus`` the host's GPUs (:func:`host_gpus`).
     The job's own ``NVIDIA_VISIBLE_DEVICES`` names the host GPUs it was handed; the container
@@ -413,11 +435,11 @@ def isolation_problems(report, gpus, allocated=1):
     seen = smi["attached_gpus"] if smi else 0
     if seen != allocated:
         leak = " (every GPU of the node: the profile hands all GPUs to every job)" if seen == len(gpus) > allocated else ""
-        return ["isolation: a job that LSF allocated %d GPU(s) sees %d%s" % (allocated, seen, leak)]
+        return ["isolation: a job that %s allocated %d GPU(s) sees %d%s" % (scheduler, allocated, seen, leak)]
     named = [item for item in (report.get("nvidia_visible_devices") or "").split(",") if item.strip()]
     if not named or named[0] in ("all", "none", "void"):
-        return ["isolation: the job's NVIDIA_VISIBLE_DEVICES is %r, not the GPUs LSF allocated"
-                % (report.get("nvidia_visible_devices") or "")]
+        return ["isolation: the job's NVIDIA_VISIBLE_DEVICES is %r, not the GPUs %s allocated"
+                % (report.get("nvidia_visible_devices") or "", scheduler)]
     try:
         expected = select_gpus(gpus, named)
     except VerifyError as exc:
@@ -425,7 +447,8 @@ def isolation_problems(report, gpus, allocated=1):
     want = sorted((g["uuid"] or "").lower() for g in expected)
     have = sorted((g["uuid"] or "").lower() for g in smi["gpus"])
     if want != have:
-        problems.append("isolation: LSF allocated %s but the container sees %s" % (", ".join(want), ", ".join(have)))
+        problems.append("isolation: %s allocated %s but the container sees %s"
+                        % (scheduler, ", ".join(want), ", ".join(have)))
     return problems
 
 

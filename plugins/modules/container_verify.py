@@ -167,6 +167,47 @@ options:
         type: bool
         default: true
         version_added: 0.2.0
+  slurm:
+    description:
+      - Also run the verification as a Slurm job step on this node, in the container srun-docker starts for it
+        (C(srun --nodelist=<node> srun-docker <image> /verify), as the user, from the node). On a GPU node the step
+        asks Slurm for all of the node's GPUs (C(--gres=gpu:N)) and must see exactly those, then a step with one GPU
+        must see exactly the one Slurm allocated. RV(passed) is then the verdict of both runs.
+      - The image is O(image), pulled by srun-docker from the registry with the site's login.
+    type: dict
+    version_added: 0.2.0
+    suboptions:
+      user:
+        description: The user who runs the step (srun-docker refuses root); a member of the docker group.
+        type: str
+        required: true
+      node:
+        description: The Slurm node name of this node; its short host name when omitted.
+        type: str
+      partition:
+        description: The partition to run in; Slurm's default partition when omitted.
+        type: str
+      command:
+        description: The step's command inside the container.
+        type: list
+        elements: str
+        default: [/verify]
+      srun_docker:
+        description: The srun-docker command.
+        type: str
+        default: srun-docker
+      srun:
+        description: The srun command.
+        type: str
+        default: srun
+      timeout:
+        description: Seconds to wait for each step; the verification fails after that.
+        type: int
+        default: 300
+      isolation:
+        description: On a node with two or more GPUs, also run a step with one GPU, which must see only that one.
+        type: bool
+        default: true
 notes:
   - The container runs with networking disabled, without C(privileged), and is removed in every case.
 seealso:
@@ -277,6 +318,24 @@ lsf:
            "container_driver_version": null}
     timings: {"total": 1.84}
     output: "Job <1204> is submitted to default queue <interactive>.\n<<Waiting for dispatch ...>>\n..."
+slurm:
+  description:
+    - The run through Slurm (O(slurm)) - the node, the user, its exit code, verdict and reasons (also listed in
+      RV(reasons) with the prefix C(Slurm:)), architecture and GPUs as in RV(architecture) and RV(gpus), and its wall
+      time; C(isolation), the one-GPU step, as for RV(lsf).
+  returned: when O(slurm) is set, not in check mode
+  type: dict
+  sample:
+    node: gpu01
+    user: alice
+    exit_code: 0
+    passed: true
+    reasons: []
+    architecture: {"node": "x86_64", "container": "x86_64"}
+    gpus: {"requested": [], "host": 2, "container": 2, "container_gpus": [], "host_driver_version": "470.182.03",
+           "container_driver_version": "470.182.03"}
+    timings: {"total": 2.31}
+    isolation: {"exit_code": 0, "allocated": "GPU-29017365-4723-b07f-2ddf-a631c231412d", "seconds": 1.9, "passed": true}
 """
 
 import io
@@ -303,6 +362,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import 
     parse_times,
     parse_verify_output,
     select_gpus,
+    srun_argv,
     summarize_benchmark,
 )
 
@@ -469,19 +529,39 @@ class Verifier:
             host.extend(parse_times(proc.stderr))
         return summarize_benchmark(host, inside)
 
+    @staticmethod
+    def _run_timed(argv, timeout, timeout_reason, scheduler):
+        """Run a submission that holds until its job ends; (proc, seconds) or (None, ``timeout_reason``)."""
+        began = time.monotonic()
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return None, timeout_reason
+        except OSError as exc:
+            raise VerifyFailed("%s: cannot run %s: %s" % (scheduler, argv[0], exc))
+        return proc, time.monotonic() - began
+
     def _bsub(self, host, gpu_count):
         """Submit the verification as an interactive job; (proc, seconds) or (None, timeout reason)."""
         lsf = self.params["lsf"]
         argv = bsub_argv(lsf["app"], host, lsf["command"], lsf["user"], lsf["profile"], os.geteuid() == 0,
                          gpus=gpu_count)
-        began = time.monotonic()
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=lsf["timeout"], check=False)
-        except subprocess.TimeoutExpired:
-            return None, "the job did not finish within %d s (bsub -app %s -I -m %s)" % (lsf["timeout"], lsf["app"], host)
-        except OSError as exc:
-            raise VerifyFailed("LSF: cannot run %s: %s" % (argv[0], exc))
-        return proc, time.monotonic() - began
+        return self._run_timed(argv, lsf["timeout"], "the job did not finish within %d s (bsub -app %s -I -m %s)"
+                               % (lsf["timeout"], lsf["app"], host), "LSF")
+
+    @staticmethod
+    def _one_gpu(proc, seconds, gpus, result, scheduler, noun, extra):
+        """The verdict on a one-GPU job or step (``proc``): it must see exactly the GPU ``scheduler`` gave it."""
+        if proc is None:
+            return ["isolation: %s" % seconds]
+        report = parse_verify_output(proc.stdout)
+        result["isolation"] = dict(extra, exit_code=proc.returncode, allocated=report.get("nvidia_visible_devices"),
+                                   seconds=_round(seconds))
+        if proc.returncode != 0:
+            return ["isolation: the one-GPU %s exited with %d: %s" % (noun, proc.returncode, proc.stderr.strip()[-500:])]
+        problems = isolation_problems(report, gpus, 1, scheduler=scheduler)
+        result["isolation"]["passed"] = not problems
+        return problems
 
     def run_lsf(self, node_machine, gpus, facts):
         """The same report through an interactive LSF job of the profile ``lsf.app`` on this node.
@@ -516,16 +596,51 @@ class Verifier:
     def isolation(self, host, gpus, result):
         """A one-GPU job must see exactly the GPU LSF allocated to it, not every GPU of the node."""
         proc, seconds = self._bsub(host, 1)
+        extra = {"job_id": parse_bsub_job_id(proc.stdout)} if proc is not None else {}
+        return self._one_gpu(proc, seconds, gpus, result, "LSF", "job", extra)
+
+    def _srun(self, node, gpu_count):
+        """Run the verification as a Slurm step; (proc, seconds) or (None, timeout reason)."""
+        slurm = self.params["slurm"]
+        argv = srun_argv(slurm["user"], node, self.params["image"], slurm["command"], slurm["srun_docker"],
+                         slurm["partition"], gpus=gpu_count, as_root=os.geteuid() == 0, srun=slurm["srun"])
+        return self._run_timed(argv, slurm["timeout"], "the step did not finish within %d s (srun --nodelist=%s)"
+                               % (slurm["timeout"], node), "Slurm")
+
+    def run_slurm(self, node_machine, gpus, facts):
+        """The same report through a Slurm job step on this node, in the container srun-docker starts.
+
+        A GPU node's step asks for all of the node's GPUs (``--gres=gpu:N``) and must see them all; with
+        ``slurm.isolation`` a second step asks for one GPU and must see exactly the one Slurm gave it.
+        """
+        slurm = self.params["slurm"]
+        node = slurm["node"] or socket.gethostname().split(".")[0]
+        result = {"node": node, "user": slurm["user"], "exit_code": None, "passed": False, "reasons": [],
+                  "timings": {"total": None}, "output": ""}
+        proc, seconds = self._srun(node, len(gpus))
         if proc is None:
-            return ["isolation: %s" % seconds]
+            result["reasons"] = [seconds]
+            return result
+        result["timings"]["total"] = _round(seconds)
+        result.update(exit_code=proc.returncode, output=proc.stdout)
         report = parse_verify_output(proc.stdout)
-        result["isolation"] = {"job_id": parse_bsub_job_id(proc.stdout), "exit_code": proc.returncode,
-                               "allocated": report.get("nvidia_visible_devices"), "seconds": _round(seconds)}
+        if proc.returncode != 0 and not report.get("arch"):
+            result["reasons"] = ["the step exited with %d: %s"
+                                 % (proc.returncode, (proc.stderr.strip() or proc.stdout.strip())[-500:])]
+            return result
+        problems, details = compare(node_machine, report, gpus, facts, expect_gpus=bool(gpus))
         if proc.returncode != 0:
-            return ["isolation: the one-GPU job exited with %d: %s" % (proc.returncode, proc.stderr.strip()[-500:])]
-        problems = isolation_problems(report, gpus, 1)
-        result["isolation"]["passed"] = not problems
-        return problems
+            problems.insert(0, "the step exited with %d: %s" % (proc.returncode, proc.stderr.strip()[-500:]))
+        if slurm["isolation"] and len(gpus) > 1 and not problems:
+            problems += self.slurm_isolation(node, gpus, result)
+        result.update(passed=not problems, reasons=problems, architecture=details["architecture"],
+                      gpus=details["gpus"])
+        return result
+
+    def slurm_isolation(self, node, gpus, result):
+        """A one-GPU step must see exactly the GPU Slurm allocated to it."""
+        proc, seconds = self._srun(node, 1)
+        return self._one_gpu(proc, seconds, gpus, result, "Slurm", "step", {})
 
     def _create_hint(self, exc):
         text = str(getattr(exc, "explanation", None) or exc)
@@ -577,6 +692,10 @@ class Verifier:
             result["lsf"] = self.run_lsf(node_machine, gpus, facts)
             result["reasons"] = result["reasons"] + ["LSF: %s" % reason for reason in result["lsf"]["reasons"]]
             result["passed"] = result["passed"] and result["lsf"]["passed"]
+        if params["slurm"]:
+            result["slurm"] = self.run_slurm(node_machine, gpus, facts)
+            result["reasons"] = result["reasons"] + ["Slurm: %s" % reason for reason in result["slurm"]["reasons"]]
+            result["passed"] = result["passed"] and result["slurm"]["passed"]
         return result
 
     def run_docker(self, result, node_machine, selected, all_requested, facts):
@@ -632,6 +751,16 @@ def main():
                 host=dict(type="str"),
                 profile=dict(type="path"),
                 command=dict(type="list", elements="str", default=["/verify"]),
+                timeout=dict(type="int", default=300),
+                isolation=dict(type="bool", default=True),
+            )),
+            slurm=dict(type="dict", options=dict(
+                user=dict(type="str", required=True),
+                node=dict(type="str"),
+                partition=dict(type="str"),
+                command=dict(type="list", elements="str", default=["/verify"]),
+                srun_docker=dict(type="str", default="srun-docker"),
+                srun=dict(type="str", default="srun"),
                 timeout=dict(type="int", default=300),
                 isolation=dict(type="bool", default=True),
             )),

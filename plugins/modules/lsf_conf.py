@@ -133,22 +133,12 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_conf impor
     get_keys,
     set_keys,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit, text_value
 
 
 def normalize(name, value):
     """Ansible value -> lsf.conf text (None stays None)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "Y" if value else "N"
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return " ".join(str(v) for v in value)
-    if isinstance(value, str):
-        return value
-    raise ValueError("the value of %s must be a string, number, boolean, list or null" % name)
+    return text_value(name, value, "Y", "N", " ")
 
 
 def main():

@@ -15,7 +15,20 @@ Switches (files) for failure tests:
 Without a switch, "ckconfig" still checks the structure LSF itself rejects:
 Begin/End pairs and, in table sections, one value per header column.
 
-Jobs (bsub -I) run as LSF runs them on the execution host:
+Cluster state, as mbatchd keeps it (LSB_SHAREDIR/<cluster>/lsf-stub, shared by every
+node where LSF_TOP is shared; LSF_STUB_CLUSTER_DIR overrides it):
+  * hosts: "badmin hclose [-C comment] [host ...]" closes a host (closed_Adm, with the
+    comment), "badmin hopen" opens it; "bhosts [-w|-l] [host ...]" shows status, job
+    counts and the ADMIN ACTION COMMENT;
+  * jobs: every job gets a record (PEND, RUN, DONE or EXIT; its execution host is the
+    node it runs on) that "bjobs [-u user|all] [-w] [-m host] [-r|-p|-d|-a]" lists;
+  * a job whose host is closed waits for dispatch until the host is opened, as LSF
+    dispatches nothing to a closed host.
+
+Jobs run on the node where bsub is called, as LSF runs them on the execution host.
+"bsub -I" holds the terminal until the job ends; a batch job (no -I) runs in the
+background, its output going to -o/-oo (else the job's output file in the cluster
+state), and "job-start" / "job-finish" entries in the log mark its start and end:
   * -gpu "num=N" allocates N free GPUs of this host (the host's GPUs are the
     test bed's stand-in NVML values, /etc/nvidia-standin/nvml.conf; busy ones
     are recorded under the state directory while a job runs) and exports
@@ -36,10 +49,12 @@ import shlex
 import socket
 import subprocess
 import sys
+import time
 
 LOG_DIR = os.environ.get("LSF_STUB_LOG_DIR", "/var/log/lsf-stub")
 SWITCH_DIR = os.environ.get("LSF_STUB_SWITCH_DIR", "/etc/lsf-stub")
 STATE_DIR = os.environ.get("LSF_STUB_STATE_DIR", "/var/lib/lsf-stub")
+CLUSTER_DIR = os.environ.get("LSF_STUB_CLUSTER_DIR")
 DEFAULT_ENVDIR = "/usr/share/lsf/conf"
 NVML_VALUES = os.environ.get("NVIDIA_STANDIN_NVML_CONF", "/etc/nvidia-standin/nvml.conf")
 # Job environment the Docker driver does not carry into the container (host-only or the stub's own).
@@ -47,6 +62,13 @@ HOST_ONLY_ENV = frozenset(("PATH", "HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "T
                            "LS_COLORS", "DISPLAY", "XDG_RUNTIME_DIR", "XDG_SESSION_ID", "SUDO_COMMAND",
                            "SUDO_USER", "SUDO_UID", "SUDO_GID"))
 DOCKER_RUN_ENV = "LSF_STUB_DOCKER_RUN"
+# Set for the background process that runs a batch job: the job's id and how to run it.
+JOB_RUNNER_ENV = "LSF_STUB_BATCH_JOB"
+ADMIN_CLOSED = "closed_Adm"
+# Jobs that hold processes on their execution host.
+STARTED = ("RUN", "SSUSP", "USUSP")
+UNFINISHED = ("PEND", "PSUSP", "RUN", "SSUSP", "USUSP")
+DISPATCH_POLL = 1.0
 VERSION_BANNER = "IBM Spectrum LSF Standard 10.1.0.13, Jan 17 2023"
 
 
@@ -56,15 +78,20 @@ def emit(text="", file=None):
 
 
 def open_shared(path, flags):
-    """Open (creating) a file every user can write: LSF commands run as anyone."""
-    # An existing file is opened without O_CREAT: with fs.protected_regular=2 the kernel refuses
-    # O_CREAT on another user's file in a sticky directory (the log's), even to root.
+    """Open (creating) a file every user can write: LSF commands run as anyone.
+
+    An existing file is opened without O_CREAT: in a sticky world-writable directory
+    the kernel (fs.protected_regular) refuses O_CREAT on another user's file, even to root.
+    """
     try:
-        fd = os.open(path, flags)
+        return os.open(path, flags)
     except FileNotFoundError:
-        fd = os.open(path, flags | os.O_CREAT, 0o666)
-    if os.fstat(fd).st_uid == os.getuid():
-        os.fchmod(fd, 0o666)           # the creator's umask must not lock others out
+        pass
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        return os.open(path, flags)
+    os.fchmod(fd, 0o666)               # the creator's umask must not lock others out
     return fd
 
 
@@ -264,9 +291,148 @@ def batch_errors(conf):
 
 
 # --------------------------------------------------------------------------
+# Cluster state (mbatchd's view): host states and the job table
+# --------------------------------------------------------------------------
+def shared_dir(path):
+    """Create a directory every user can write: LSF commands run as anyone, and each replaces
+    the others' records (not sticky: a rename over another user's file must work)."""
+    try:
+        os.makedirs(path)
+    except FileExistsError:
+        return path
+    try:
+        os.chmod(path, 0o777)
+    except OSError:
+        pass
+    return path
+
+
+def cluster_dir(conf):
+    """LSB_SHAREDIR/<cluster>/lsf-stub where LSB_SHAREDIR exists (shared where LSF_TOP is), else per node."""
+    if CLUSTER_DIR:
+        path = CLUSTER_DIR
+    else:
+        share = conf.get("LSB_SHAREDIR")
+        if share and os.path.isdir(share):
+            path = os.path.join(share, cluster_name(conf), "lsf-stub")
+        else:
+            path = os.path.join(STATE_DIR, "cluster")
+    for sub in ("", "jobs", "output"):
+        shared_dir(os.path.join(path, sub))
+    return path
+
+
+class ClusterLock:
+    """One writer at a time for host states and job records (every node, where the directory is shared)."""
+
+    def __init__(self, conf):
+        self.path = os.path.join(cluster_dir(conf), "lock")
+
+    def __enter__(self):
+        self.fd = open_shared(self.path, os.O_RDWR)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+
+def write_json(path, data):
+    """Replace a JSON file in one rename, readable and replaceable by every user."""
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    fd = open_shared(tmp, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, json.dumps(data, sort_keys=True).encode())
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
+
+
+def read_json(path, default):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return default
+
+
+def local_host():
+    return socket.gethostname().split(".")[0]
+
+
+def known_hosts(conf):
+    return [row["hostname"] for row in host_rows(conf)]
+
+
+def host_states(conf):
+    """{host: {status, comment, user, time}} of the hosts an administrator opened or closed."""
+    return read_json(os.path.join(cluster_dir(conf), "hosts.json"), {})
+
+
+def host_status(conf, host):
+    return host_states(conf).get(host, {}).get("status", "ok")
+
+
+def set_host_state(conf, host, status, comment):
+    with ClusterLock(conf):
+        states = host_states(conf)
+        states[host] = {"status": status, "comment": comment, "user": getpass.getuser(),
+                        "time": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+        write_json(os.path.join(cluster_dir(conf), "hosts.json"), states)
+
+
+def job_file(conf, job):
+    return os.path.join(cluster_dir(conf), "jobs", "%d.json" % job)
+
+
+def save_job(conf, record_):
+    with ClusterLock(conf):
+        write_json(job_file(conf, record_["job"]), record_)
+
+
+def update_job(conf, job, **changes):
+    with ClusterLock(conf):
+        current = read_json(job_file(conf, job), {"job": job})
+        current.update(changes)
+        write_json(job_file(conf, job), current)
+
+
+def process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def load_jobs(conf):
+    """Every job record, oldest first; a started job whose process on this node is gone counts as EXIT."""
+    jobs = []
+    directory = os.path.join(cluster_dir(conf), "jobs")
+    for name in os.listdir(directory):
+        if not name.endswith(".json"):
+            continue
+        job = read_json(os.path.join(directory, name), None)
+        if not job or "stat" not in job:
+            continue
+        if (job["stat"] in STARTED and job.get("exec_host") == local_host() and job.get("pid")
+                and not process_alive(job["pid"])):
+            job["stat"] = "EXIT"
+        jobs.append(job)
+    return sorted(jobs, key=lambda job: job["job"])
+
+
+def wait_for_dispatch(conf, host):
+    """LSF dispatches nothing to a closed host: hold the job until the host is open."""
+    while host_status(conf, host) == ADMIN_CLOSED:
+        time.sleep(DISPATCH_POLL)
+
+
+# --------------------------------------------------------------------------
 # Commands
 # --------------------------------------------------------------------------
-
 def switch_text(*names):
     for name in names:
         path = os.path.join(SWITCH_DIR, name)
@@ -319,10 +485,36 @@ def cmd_badmin(argv, conf):
             return status
         emit("Reconfiguration initiated" if sub == "reconfig" else "MBD restart initiated")
         return 0
-    if sub in ("hstartup", "hshutdown", "hrestart", "hopen", "hclose"):
+    if sub in ("hclose", "hopen"):
+        return host_control(sub, argv[1:], conf)
+    if sub in ("hstartup", "hshutdown", "hrestart"):
         return 0
     emit("badmin: unknown command %s" % sub, file=sys.stderr)
     return 1
+
+
+def host_control(sub, args, conf):
+    """badmin hclose|hopen [-C comment] [-i] [host ... | all]: no host is the local host."""
+    comment, names, i = "", [], 0
+    while i < len(args):
+        if args[i] == "-C" and i + 1 < len(args):
+            comment, i = args[i + 1], i + 2
+        elif args[i].startswith("-"):
+            i += 1
+        else:
+            names.append(args[i])
+            i += 1
+    known = known_hosts(conf)
+    names = known if names == ["all"] else (names or [local_host()])
+    status = 0
+    for name in names:
+        if name not in known:
+            emit("%s: Bad host name, host group name or cluster name" % name, file=sys.stderr)
+            status = 255
+            continue
+        set_host_state(conf, name, ADMIN_CLOSED if sub == "hclose" else "ok", comment)
+        emit("%s <%s> ...... done" % ("Close" if sub == "hclose" else "Open", name))
+    return status
 
 
 def machine():
@@ -464,9 +656,9 @@ def container_command(container, command, env=None):
     return ["docker", "run"] + passed + words + [image] + command
 
 
-def next_job_id():
-    os.makedirs(STATE_DIR, exist_ok=True)
-    path = os.path.join(STATE_DIR, "jobid")
+def next_job_id(conf):
+    """Job ids are unique in the cluster, as mbatchd hands them out."""
+    path = os.path.join(cluster_dir(conf), "jobid")
     fd = open_shared(path, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -545,7 +737,7 @@ def cmd_bsub(argv, conf):
         return 255
     interactive = any(flag in options for flag in ("-I", "-Is", "-Ip", "-K"))
     queue = options.get("-q", "interactive" if interactive else "normal")
-    job = next_job_id()
+    job = next_job_id(conf)
     env = dict(os.environ, LSB_JOBID=str(job), LSB_HOSTS=socket.gethostname(), LSB_QUEUE=queue)
     gpus = []
     if "-gpu" in options:
@@ -563,24 +755,169 @@ def cmd_bsub(argv, conf):
         if settings.get("CONTAINER"):
             run = container_command(settings["CONTAINER"], command, env)
             starter = bracket_clause(settings.get("EXEC_DRIVER"), "starter")
-    record("bsub-job", argv, {"job": job, "run": run, "queue": queue, "app": app_name, "gpus": gpus,
-                              "starter": starter})
+    extra = {"job": job, "run": run, "queue": queue, "app": app_name, "gpus": gpus, "starter": starter}
+    if not interactive:
+        extra["batch"] = True
+    record("bsub-job", argv, extra)
+    host = local_host()
+    save_job(conf, {"job": job, "user": getpass.getuser(), "stat": "PEND", "queue": queue, "from_host": host,
+                    "exec_host": None, "job_name": options.get("-J") or " ".join(command), "app": app_name,
+                    "interactive": interactive, "submit_time": time.time(), "pid": None})
     emit("Job <%d> is submitted to %squeue <%s>." % (job, "" if "-q" in options else "default ", queue))
     if not interactive:
-        release_gpus(job)
-        return 0
+        return submit_batch(conf, job, run, starter, env, options)
     emit("<<Waiting for dispatch ...>>")
-    emit("<<Starting on %s>>" % socket.gethostname())
     sys.stdout.flush()
+    status = 255
     try:
+        wait_for_dispatch(conf, host)
+        update_job(conf, job, stat="RUN", exec_host=host, start_time=time.time(), pid=os.getpid())
+        emit("<<Starting on %s>>" % socket.gethostname())
+        sys.stdout.flush()
         if starter:
             # LSF runs the EXEC_DRIVER starter with the job's environment; it ends in
             # LSF_SERVERDIR/docker-starter.py, which starts the container.
             env[DOCKER_RUN_ENV] = json.dumps(run)
-            return subprocess.call([starter], env=env)
-        return subprocess.call(run, env=env)
+            status = subprocess.call([starter], env=env)
+        else:
+            status = subprocess.call(run, env=env)
+        return status
     finally:
         release_gpus(job)
+        update_job(conf, job, stat="DONE" if status == 0 else "EXIT", exit_code=status, end_time=time.time())
+
+
+def submit_batch(conf, job, run, starter, env, options):
+    """Start the batch job in the background, detached from bsub, and return at once."""
+    output = options.get("-oo") or options.get("-o") or os.path.join(cluster_dir(conf), "output", "%d.out" % job)
+    fd = open_shared(output, os.O_WRONLY | (os.O_TRUNC if "-oo" in options else os.O_APPEND))
+    env[JOB_RUNNER_ENV] = json.dumps({"job": job, "run": run, "starter": starter})
+    try:
+        subprocess.Popen([sys.executable, os.path.realpath(__file__)], env=env, stdin=subprocess.DEVNULL,
+                         stdout=fd, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+    finally:
+        os.close(fd)
+    update_job(conf, job, output=output)
+    return 0
+
+
+def run_batch_job(conf):
+    """The background side of a batch job: wait for dispatch, run it, record how it ended."""
+    spec = json.loads(os.environ.pop(JOB_RUNNER_ENV))
+    job, run, starter = spec["job"], spec["run"], spec["starter"]
+    host = local_host()
+    env = dict(os.environ)
+    status = 255
+    try:
+        wait_for_dispatch(conf, host)
+        update_job(conf, job, stat="RUN", exec_host=host, start_time=time.time(), pid=os.getpid())
+        record("job-start", [], {"job": job})
+        sys.stdout.flush()
+        if starter:
+            env[DOCKER_RUN_ENV] = json.dumps(run)
+            status = subprocess.call([starter], env=env)
+        else:
+            status = subprocess.call(run, env=env)
+    finally:
+        release_gpus(job)
+        update_job(conf, job, stat="DONE" if status == 0 else "EXIT", exit_code=status, end_time=time.time())
+        record("job-finish", [], {"job": job, "exit_code": status})
+    return 0
+
+
+def host_jobs(conf, host, jobs=None):
+    return [job for job in (load_jobs(conf) if jobs is None else jobs)
+            if job.get("exec_host") == host and job["stat"] in STARTED]
+
+
+def cmd_bhosts(argv, conf):
+    """bhosts [-w] [-l] [host ...]: status, job counts and, with -l, the administrator's comment."""
+    long_format = "-l" in argv
+    wanted = [arg for arg in argv if not arg.startswith("-")]
+    known = known_hosts(conf)
+    for name in wanted:
+        if name not in known:
+            emit("%s: Bad host name, host group name or cluster name" % name, file=sys.stderr)
+            return 255
+    states = host_states(conf)
+    jobs = load_jobs(conf)
+    _type, _model, cpuf = machine()
+    slots = os.cpu_count() or 1
+    if not long_format:
+        emit("%-18s %-15s %4s %6s %6s %6s %6s %6s %6s" % (
+            "HOST_NAME", "STATUS", "JL/U", "MAX", "NJOBS", "RUN", "SSUSP", "USUSP", "RSV"))
+    for name in wanted or known:
+        state = states.get(name, {})
+        status = state.get("status", "ok")
+        started = host_jobs(conf, name, jobs)
+        counts = dict((stat, len([job for job in started if job["stat"] == stat])) for stat in STARTED)
+        if not long_format:
+            emit("%-18s %-15s %4s %6d %6d %6d %6d %6d %6d" % (
+                name, status, "-", slots, len(started), counts["RUN"], counts["SSUSP"], counts["USUSP"], 0))
+            continue
+        emit("HOST  %s" % name)
+        emit("STATUS           CPUF  JL/U    MAX  NJOBS    RUN  SSUSP  USUSP    RSV DISPATCH_WINDOW")
+        emit("%-14s %6.2f %5s %6d %6d %6d %6d %6d %6d      -" % (
+            status, cpuf, "-", slots, len(started), counts["RUN"], counts["SSUSP"], counts["USUSP"], 0))
+        emit("")
+        emit(" CURRENT LOAD USED FOR SCHEDULING:")
+        emit("              r15s   r1m  r15m    ut    pg    io   ls    it   tmp   swp   mem  slots")
+        emit(" Total         0.0   0.0   0.0    0%%   0.0     0    0     0    0M    0M   %4s %6d" % (memory(), slots))
+        emit(" Reserved      0.0   0.0   0.0    0%   0.0     0    0     0    0M    0M     0M      -")
+        emit("")
+        if state.get("comment"):
+            emit(' ADMIN ACTION COMMENT: "%s"' % state["comment"])
+        emit("")
+    return 0
+
+
+# bjobs options that take a value.
+BJOBS_VALUE_OPTIONS = {"-u", "-m", "-q", "-J", "-P", "-g", "-app", "-G", "-sla", "-o"}
+
+
+def cmd_bjobs(argv, conf):
+    """bjobs [-u user|all] [-m host] [-q queue] [-w] [-r|-p|-d|-a] [-noheader] [jobid ...]."""
+    options, ids, i = {}, [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in BJOBS_VALUE_OPTIONS and i + 1 < len(argv):
+            options[arg], i = argv[i + 1], i + 2
+        elif arg.startswith("-"):
+            options[arg], i = True, i + 1
+        else:
+            ids.append(int(arg))
+            i += 1
+    if "-a" in options:
+        states, word = None, ""
+    elif "-r" in options:
+        states, word = ("RUN",), "running "
+    elif "-p" in options:
+        states, word = ("PEND", "PSUSP"), "pending "
+    elif "-d" in options:
+        states, word = ("DONE", "EXIT"), "done "
+    else:
+        states, word = UNFINISHED, "unfinished "
+    user = options.get("-u", getpass.getuser())
+    jobs = [job for job in load_jobs(conf)
+            if (states is None or job["stat"] in states)
+            and (user == "all" or job.get("user") == user)
+            and ("-m" not in options or job.get("exec_host") == options["-m"])
+            and ("-q" not in options or job.get("queue") == options["-q"])
+            and (not ids or job["job"] in ids)]
+    if not jobs:
+        emit("No %sjob found" % word, file=sys.stderr)
+        return 255
+    if "-noheader" not in options:
+        emit("%-7s %-7s %-5s %-10s %-11s %-11s %-10s %s" % (
+            "JOBID", "USER", "STAT", "QUEUE", "FROM_HOST", "EXEC_HOST", "JOB_NAME", "SUBMIT_TIME"))
+    for job in jobs:
+        name = job.get("job_name") or "-"
+        if "-w" not in options and len(name) > 10:
+            name = "*" + name[-9:]
+        emit("%-7d %-7s %-5s %-10s %-11s %-11s %-10s %s" % (
+            job["job"], job.get("user", "-"), job["stat"], job.get("queue", "-"), job.get("from_host") or "-",
+            job.get("exec_host") or "-", name, time.strftime("%b %d %H:%M", time.localtime(job.get("submit_time", 0)))))
+    return 0
 
 
 def cmd_driver(argv, conf):
@@ -611,6 +948,8 @@ COMMANDS = {
     "lshosts": cmd_lshosts,
     "lsid": cmd_lsid,
     "bsub": cmd_bsub,
+    "bhosts": cmd_bhosts,
+    "bjobs": cmd_bjobs,
     "docker-starter.py": cmd_driver,
     "docker-control.py": cmd_driver,
     "docker-monitor.py": cmd_driver,
@@ -618,6 +957,8 @@ COMMANDS = {
 
 
 def main():
+    if JOB_RUNNER_ENV in os.environ:
+        return run_batch_job(read_lsf_conf())
     command = os.path.basename(sys.argv[0])
     argv = sys.argv[1:]
     record(command, argv)

@@ -4,9 +4,11 @@
 """Rootless runtimes on a GPU node: the unprivileged job user runs the verification report with rootless podman
 (GPUs through CDI) and with udocker; root runs it with podman. Each run must print the verification report
 (``hpc-verify: 1``, ``arch=``) with the node's architecture and the user's own uid, and a file it creates in
-``$HOME`` must belong to the user."""
+``$HOME`` must belong to the user. The converge's last play did the same through the collection's runtime_verify
+module; its rootfs and images are checked here, and the module is run again to see its verdicts."""
 from __future__ import annotations
 
+import json
 import os
 import shlex
 
@@ -135,3 +137,43 @@ def test_udocker_never_fetches_its_tarball(host):
     wrapper = host.file("/usr/local/bin/udocker").content_string
     assert 'UDOCKER_TARBALL=""' in wrapper
     assert not host.file("/home/%s/.udocker/bin/proot-x86_64" % USER).exists
+
+
+ROOTFS = "/var/lib/hpc-gpu-containers/verify-rootfs/rootfs.tar"
+
+
+def runtime_verify(host, **args):
+    """The collection's runtime_verify module on the node, as the verify play runs it (never failing here)."""
+    args = dict(dict(user=USER, rootfs=ROOTFS, fail_on_mismatch=False), **args)
+    return host.ansible("hpc.gpu_containers.runtime_verify", json.dumps(args), check=False, become=True)
+
+
+def test_verify_play_left_the_rootfs_and_its_images(host):
+    tar = host.file(ROOTFS)
+    assert tar.exists and tar.uid == 0 and tar.mode == 0o644
+    tag = host.check_output("sha256sum %s" % ROOTFS)[:12]
+    assert as_user(host, "podman image exists localhost/hpc-verify:%s" % tag).rc == 0
+    assert host.run("podman image exists localhost/hpc-verify:%s" % tag).rc == 0
+    assert as_user(host, "udocker -q inspect hpc-verify-%s" % tag).rc == 0
+
+
+def test_runtime_verify_module_through_each_runtime(host):
+    facts = host.ansible("hpc.gpu_containers.gpu_facts", check=False, become=True)["gpu_facts"]
+    result = runtime_verify(host, gpu_facts=facts)
+    assert result["passed"] is True and result["changed"] is False, result["reasons"]
+    runtimes = result["runtimes"]
+    assert set(runtimes) == {"podman", "podman_root", "udocker"}
+    for name, verdict in runtimes.items():
+        assert verdict["uid"] == UID and verdict["architecture"] == host.system_info.arch, name
+    for name in ("podman", "podman_root"):
+        assert runtimes[name]["gpus"]["checked"] and runtimes[name]["gpus"]["seen"] == 2, runtimes[name]
+    assert not runtimes["udocker"]["gpus"]["checked"] and "udocker setup --nvidia" in runtimes["udocker"]["gpus"]["reason"]
+    assert not host.file("/home/%s/.hpc-verify-podman" % USER).exists
+
+
+def test_runtime_verify_module_reports_a_gpu_the_container_does_not_see(host):
+    facts = host.ansible("hpc.gpu_containers.gpu_facts", check=False, become=True)["gpu_facts"]
+    ghost = dict(facts["gpus"][0], uuid="GPU-ghost", minor_number=7, index=2)
+    result = runtime_verify(host, runtimes=["podman"], gpu_facts=dict(facts, gpus=facts["gpus"] + [ghost]))
+    assert result["passed"] is False
+    assert result["reasons"] == ["podman: GPUs: not visible in the container: /dev/nvidia7 (GPU-ghost)"]

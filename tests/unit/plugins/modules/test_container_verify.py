@@ -391,3 +391,75 @@ def test_lsf_one_gpu_job_must_see_only_its_gpu(run, lsf, monkeypatch, one_gpu_jo
     res = run(FakeClient(out=two_gpu_output()), image="r:5000/hpc/verify:1", gpu_facts=TWO_FACTS,
               gpu_access="device_requests", lsf=dict(option, isolation=False), fail_on_mismatch=False)
     assert res["passed"] is True and log.read_text().count("--\n") == 1
+
+
+# --- the same verification through Slurm: a recording srun at the process boundary --------------------
+
+SRUN = """#!/bin/sh
+# recording stand-in for srun: logs its argv, then prints what the step's container would
+printf '%s\\n' "$@" >> "$SRUN_LOG"
+echo "==" >> "$SRUN_LOG"
+case " $* " in
+    *" --gres=gpu:1 "*) [ -n "$SRUN_ONE_GPU_OUTPUT" ] && { printf '%b' "$SRUN_ONE_GPU_OUTPUT"; exit 0; } ;;
+esac
+[ -n "$SRUN_FAIL" ] && { echo "$SRUN_FAIL" >&2; exit 1; }
+printf '%b' "$SRUN_STEP_OUTPUT"
+"""
+
+
+@pytest.fixture
+def slurm(tmp_path, monkeypatch):
+    """A recording srun; returns (slurm option, log path)."""
+    srun = tmp_path / "srun"
+    srun.write_text(SRUN)
+    srun.chmod(0o755)
+    log = tmp_path / "srun.log"
+    monkeypatch.setenv("SRUN_LOG", str(log))
+    monkeypatch.setenv("SRUN_STEP_OUTPUT", CPU_OUTPUT)
+    # user root: the module runs srun directly instead of through runuser (the test runner has no job user)
+    return {"user": os.environ.get("USER", "root") if os.geteuid() else "root", "node": "gpu01",
+            "srun": str(srun), "srun_docker": "/usr/local/bin/srun-docker"}, log
+
+
+def steps(log):
+    return [job.splitlines() for job in log.read_text().split("==\n")[:-1]]
+
+
+def test_slurm_step_gives_the_same_verdict(run, slurm):
+    option, log = slurm
+    res = run(FakeClient(), image="r:5000/hpc/verify:1", slurm=option)
+    assert res["_rc"] == 0 and res["passed"] is True, res
+    assert steps(log) == [["--nodes=1", "--ntasks=1", "--nodelist=gpu01", "--job-name=hpc-verify",
+                           "/usr/local/bin/srun-docker", "--no-ssh", "r:5000/hpc/verify:1", "--", "/verify"]]
+    assert res["slurm"]["passed"] is True and res["slurm"]["architecture"] == {"node": MACHINE, "container": MACHINE}
+
+
+def test_slurm_step_failures_are_reasons(run, slurm, monkeypatch):
+    option, log = slurm
+    monkeypatch.setenv("SRUN_FAIL", "srun: error: Unable to allocate resources: Invalid node name specified")
+    res = run(FakeClient(), image="r:5000/hpc/verify:1", slurm=option, fail_on_mismatch=False)
+    assert res["passed"] is False
+    assert res["reasons"] == ["Slurm: the step exited with 1: srun: error: Unable to allocate resources: Invalid node "
+                              "name specified"]
+    res = run(FakeClient(), image="r:5000/hpc/verify:1", slurm=option, _ansible_check_mode=True)
+    assert "slurm" not in res
+
+
+@pytest.mark.parametrize("one_gpu_step, passed, reason", [
+    (lambda: gpu_output().replace(UUID, SECOND).replace("00000000:00:04.0", "00000000:3B:00.0")
+     .replace("<minor_number>0", "<minor_number>1")
+     .replace("nvidia_smi=present", "nvidia_visible_devices=%s\nnvidia_smi=present" % SECOND), True, None),
+    (two_gpu_output, False,
+     "Slurm: isolation: a job that Slurm allocated 1 GPU(s) sees 2 (every GPU of the node: the profile hands all "
+     "GPUs to every job)"),
+], ids=["isolated", "leaks-every-gpu"])
+def test_slurm_one_gpu_step_must_see_only_its_gpu(run, slurm, monkeypatch, one_gpu_step, passed, reason):
+    option, log = slurm
+    monkeypatch.setenv("SRUN_STEP_OUTPUT", two_gpu_output())
+    monkeypatch.setenv("SRUN_ONE_GPU_OUTPUT", one_gpu_step())
+    res = run(FakeClient(out=two_gpu_output()), image="r:5000/hpc/verify:1", gpu_facts=TWO_FACTS,
+              gpu_access="device_requests", slurm=option, fail_on_mismatch=False)
+    assert [step[4] for step in steps(log)] == ["--gres=gpu:2", "--gres=gpu:1"]
+    assert res["slurm"]["isolation"]["passed"] is passed and res["passed"] is passed
+    if reason:
+        assert res["reasons"] == [reason]

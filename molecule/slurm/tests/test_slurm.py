@@ -1,0 +1,184 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Docker jobs on the test bed's real Slurm, as the user alice (uid 2001), submitted on the controller.
+
+* The README's example (examples/slurm/hello-mpi.sbatch): `sbatch --wait` runs a 2-node MPI hello across two job
+  containers, one per node, with the MPI image from the private registry; both ranks print, as uid 2001 gid 2001,
+  each rank's file in $HOME is alice's, and no job container is left on any node.
+* A cancelled 2-node job leaves no container; a container a job left behind (outside srun-docker) is removed by
+  the epilog, by job id.
+* GPUs: a job given 2 of slurm-n2's 4 GPUs sees those 2, a step given 1 sees exactly the one Slurm allocated (by
+  UUID, through the node's GPU map and the stand-in NVIDIA runtime), a step given none sees none.
+* The configuration the role wrote: gres.conf and slurm.conf (the site's lines untouched), GRES in Slurm's view,
+  the docker group on the controller with the nodes' id (a step has it).
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import testinfra
+import testinfra.utils.ansible_runner
+
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
+CONTROLLER = RUNNER.get_hosts("slurm_controller")[0]
+NODES = sorted(RUNNER.get_hosts("slurm_nodes"))
+ROOT = Path(__file__).resolve().parents[3]
+SITE_SLURM_CONF = (Path(__file__).resolve().parents[1] / "files" / "slurm.conf").read_text()
+USER, UID, GID = "alice", 2001, 2001
+LABEL = "hpc.gpu_containers.slurm_job"
+
+testinfra_hosts = [CONTROLLER]
+
+
+def node(name):
+    return testinfra.get_host("ansible://%s?ansible_inventory=%s" % (name, INVENTORY))
+
+
+def as_user(host, command):
+    """Run a command as alice in a login shell in her home, on the controller (the submit host)."""
+    return host.run("su - %s -c %s" % (USER, _quote(command)))
+
+
+def _quote(text):
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def job_containers(job_id=None):
+    """{node: [names]} of srun-docker containers (of one job, or all) still on the nodes."""
+    label = LABEL if job_id is None else "%s=%s" % (LABEL, job_id)
+    out = {}
+    for name in NODES:
+        result = node(name).run("docker ps --all --filter label=%s --format '{{.Names}}'" % label)
+        assert result.rc == 0, result.stderr
+        out[name] = result.stdout.split()
+    return out
+
+
+def put(host, name, text, mode="0644"):
+    """Write a file into alice's home, as alice."""
+    host.run("install -o %s -g %s -m %s /dev/null /home/%s/%s" % (USER, USER, mode, USER, name))
+    result = host.run("cat > /home/%s/%s <<'SRUN_DOCKER_TEST_EOF'\n%s\nSRUN_DOCKER_TEST_EOF" % (USER, name, text))
+    assert result.rc == 0, result.stderr
+
+
+def submit_and_wait(host, script, *options):
+    result = as_user(host, "sbatch --parsable --wait %s %s" % (" ".join(options), script))
+    job_id = result.stdout.strip().split(";")[0].splitlines()[-1] if result.stdout.strip() else ""
+    return result, job_id
+
+
+def output_of(host, pattern):
+    return as_user(host, "cat %s" % pattern).stdout
+
+
+def test_configuration_files(host):
+    gres = host.file("/etc/slurm/gres.conf").content_string.splitlines()
+    assert gres == [
+        "NodeName=slurm-n1 Name=gpu Type=tesla_v100-sxm2-16gb File=/dev/nvidia0",
+        "NodeName=slurm-n1 Name=gpu Type=tesla_v100-sxm2-16gb File=/dev/nvidia1",
+    ] + ["NodeName=slurm-n2 Name=gpu Type=nvidia_a100-sxm4-40gb File=/dev/nvidia%d" % i for i in range(4)]
+    conf = host.file("/etc/slurm/slurm.conf").content_string
+    site_lines = [line for line in SITE_SLURM_CONF.splitlines() if not line.startswith("NodeName=")]
+    lines = conf.splitlines()
+    # The site's lines are all there, byte for byte, in their order; the node line is split in two.
+    assert [line for line in lines if line in site_lines] == site_lines
+    assert "NodeName=slurm-n1 CPUs=2 RealMemory=1000 State=UNKNOWN Gres=gpu:tesla_v100-sxm2-16gb:2   # two GPU nodes" in lines
+    assert "NodeName=slurm-n2 CPUs=2 RealMemory=1000 State=UNKNOWN Gres=gpu:nvidia_a100-sxm4-40gb:4" in lines
+    assert "GresTypes=gpu" in lines and "Epilog=/etc/slurm/epilog.d/*" in lines
+
+
+def test_slurm_sees_the_gpus(host):
+    shown = host.check_output("scontrol --oneliner show node")
+    assert re.search(r"NodeName=slurm-n1 .*Gres=gpu:tesla_v100-sxm2-16gb:2 ", shown)
+    assert re.search(r"NodeName=slurm-n2 .*Gres=gpu:nvidia_a100-sxm4-40gb:4 ", shown)
+    assert "DRAIN" not in shown
+
+
+def test_docker_group_on_the_controller(host):
+    ids = {name: node(name).group("docker").gid for name in NODES}
+    assert len(set(ids.values())) == 1
+    assert host.group("docker").gid == ids[NODES[0]]
+    assert USER in host.check_output("getent group docker")
+    # slurmctld resolves the groups: a step gets the docker group only because the controller has it.
+    result = as_user(host, "srun --nodes=1 --nodelist=%s id -G" % NODES[0])
+    assert str(ids[NODES[0]]) in result.stdout.split(), result.stdout + result.stderr
+
+
+def test_mpi_hello_across_two_job_containers(host):
+    put(host, "hello_mpi.py", (ROOT / "examples" / "slurm" / "hello_mpi.py").read_text())
+    put(host, "hello-mpi.sbatch", (ROOT / "examples" / "slurm" / "hello-mpi.sbatch").read_text(), mode="0755")
+    as_user(host, "rm -f hello-mpi-rank*.txt hello-mpi-*.out")
+    result, job_id = submit_and_wait(host, "hello-mpi.sbatch")
+    out = output_of(host, "hello-mpi-%s.out" % job_id)
+    assert result.rc == 0, result.stdout + result.stderr + out
+    ranks = sorted(re.findall(r"hello from rank (\d) of 2 on (\S+) as uid=(\d+) gid=(\d+)", out))
+    assert ranks == [("0", "slurm-n1", str(UID), str(GID)), ("1", "slurm-n2", str(UID), str(GID))], out
+    for rank in (0, 1):
+        written = host.file("/home/%s/hello-mpi-rank%d.txt" % (USER, rank))
+        assert written.exists and written.uid == UID and written.gid == GID
+    assert job_containers(job_id) == {name: [] for name in NODES}
+    # the job's keys and ssh configuration are gone too
+    assert as_user(host, "ls -A .srun-docker 2>/dev/null").stdout.strip() == ""
+
+
+def test_cancelled_job_leaves_no_container(host):
+    put(host, "sleep.sbatch", "#!/bin/bash\n#SBATCH --nodes=2 --output=sleep-%j.out\n"
+                              "srun-docker hpc/mpi:1 -- sleep 600\n", mode="0755")
+    job_id = as_user(host, "sbatch --parsable sleep.sbatch").stdout.strip()
+    assert job_id.isdigit()
+    deadline = time.monotonic() + 120
+    while any(not names for names in job_containers(job_id).values()):
+        assert time.monotonic() < deadline, "the job's containers did not start: %s" % output_of(host, "sleep-%s.out" % job_id)
+        time.sleep(2)
+    host.check_output("scancel %s" % job_id)
+    deadline = time.monotonic() + 60
+    while host.run("squeue --noheader --jobs %s" % job_id).stdout.strip():
+        assert time.monotonic() < deadline, "job %s still in the queue" % job_id
+        time.sleep(1)
+    assert job_containers(job_id) == {name: [] for name in NODES}
+
+
+def test_epilog_removes_what_a_job_left(host):
+    # A job that starts a container of its own with the job's label and exits: only the epilog can remove it.
+    put(host, "leave.sbatch", "#!/bin/bash\n#SBATCH --nodes=1 --nodelist=%s --output=leave-%%j.out\n"
+                              "docker run --detach --label %s=$SLURM_JOB_ID --user %d:%d slurm-ctl:5000/hpc/mpi:1 "
+                              "sleep 600\n" % (NODES[0], LABEL, UID, GID), mode="0755")
+    result, job_id = submit_and_wait(host, "leave.sbatch")
+    assert result.rc == 0, result.stdout + result.stderr + output_of(host, "leave-%s.out" % job_id)
+    deadline = time.monotonic() + 30
+    while job_containers(job_id)[NODES[0]]:
+        assert time.monotonic() < deadline, "the epilog did not remove job %s's container" % job_id
+        time.sleep(1)
+
+
+def test_gpu_job_and_steps_see_only_their_gpus(host):
+    gpus = [line.split("=", 1)[1] for line in node("slurm-n2").file("/etc/nvidia-standin/nvml.conf").content_string
+            .splitlines() if re.match(r"gpu\.\d+\.uuid=", line)]
+    script = "\n".join([
+        "#!/bin/bash",
+        "#SBATCH --nodes=1 --nodelist=slurm-n2 --gres=gpu:2 --output=gpu-%j.out",
+        "echo job-gpus=$SLURM_JOB_GPUS",
+        "srun-docker hpc/mpi:1 -- nvidia-smi -L | sed 's/^/job: /'",
+        "srun --ntasks=1 --gres=gpu:1 bash -c 'echo step-gpus=$SLURM_STEP_GPUS; "
+        "srun-docker hpc/mpi:1 -- nvidia-smi -L | sed \"s/^/step: /\"'",
+        "srun --ntasks=1 --gres=none srun-docker hpc/mpi:1 -- sh -c "
+        "'echo none: NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; ls /dev | grep -c \"^nvidia[0-9]\" | sed \"s/^/none: devices=/\"'",
+    ])
+    put(host, "gpu.sbatch", script, mode="0755")
+    result, job_id = submit_and_wait(host, "gpu.sbatch")
+    out = output_of(host, "gpu-%s.out" % job_id)
+    assert result.rc == 0, out + result.stderr
+    job_ids = re.search(r"job-gpus=(\S+)", out).group(1).split(",")
+    step_ids = re.search(r"step-gpus=(\S+)", out).group(1).split(",")
+    job_seen = re.findall(r"^job: GPU \d+: .*\(UUID: (GPU-[0-9a-f-]+)\)", out, re.M)
+    step_seen = re.findall(r"^step: GPU \d+: .*\(UUID: (GPU-[0-9a-f-]+)\)", out, re.M)
+    # Slurm's index i is the node's i-th GPU (minor order, the stand-in numbers them so).
+    assert job_seen == [gpus[int(i)] for i in job_ids], out
+    assert len(step_seen) == 1 and step_seen == [gpus[int(step_ids[0])]], out
+    assert "none: NVIDIA_VISIBLE_DEVICES=void" in out and "none: devices=0" in out, out
+    assert job_containers(job_id) == {name: [] for name in NODES}

@@ -1,0 +1,307 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: lsf_host_state
+short_description: Close an IBM Spectrum LSF host, wait until its jobs have ended, reopen it
+version_added: 0.2.0
+description:
+  - Reads the host's batch state with C(bhosts -l) and, for the wanted O(state), runs C(badmin hclose) or
+    C(badmin hopen) on it. It runs where the LSF commands are (any LSF server host; usually the host itself).
+  - "O(state=closed) closes the host with the comment C(<owner>: <reason>) (C(badmin hclose -C)), so that LSF
+    dispatches no new job to it. A host an administrator closed already (C(closed_Adm)) is left as it is, with
+    its comment, whoever closed it."
+  - O(state=drained) closes it the same way, then waits until no job holds processes on it (C(bjobs -u all -w
+    -m <host>) lists none in C(RUN), C(PROV), C(SSUSP), C(USUSP), C(WAIT) or C(UNKWN)), asking every O(poll)
+    seconds for at most O(timeout) seconds. What happens at the timeout is O(on_timeout).
+  - "O(state=open) reopens the host (C(badmin hopen)) only when its close comment starts with C(<owner>:), that
+    is when this module closed it; a host an administrator closed for another reason stays closed."
+  - O(state=query) only reads the state.
+author:
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
+options:
+  host:
+    description:
+      - The LSF host name. The short host name of the machine the module runs on when omitted.
+    type: str
+  state:
+    description:
+      - V(closed), V(drained), V(open) or V(query) (read only), as described above.
+    type: str
+    choices: [closed, drained, open, query]
+    default: query
+  reason:
+    description:
+      - "Why the host is closed or opened; the comment is C(<owner>: <reason>) on one line, at most 512 characters."
+      - Required with O(state=closed) and O(state=drained).
+    type: str
+  owner:
+    description:
+      - The first word of the comments this module writes, which marks the hosts it closed. Keep the default
+        unless two independent automations close hosts in one cluster.
+    type: str
+    default: hpc.gpu_containers
+  timeout:
+    description:
+      - Seconds O(state=drained) waits for the host's jobs to end. V(0) asks once and does not wait.
+    type: int
+    default: 3600
+  poll:
+    description:
+      - Seconds between two C(bjobs) calls while waiting.
+    type: int
+    default: 30
+  on_timeout:
+    description:
+      - V(fail) fails the host when jobs still run at the timeout; it stays closed (with the comment), so that no
+        new job lands there, and the run names the jobs.
+      - V(proceed) returns with RV(timed_out=true) and the jobs still running, and the caller goes on (a Docker
+        restart then relies on live restore to keep the jobs' containers running).
+    type: str
+    choices: [fail, proceed]
+    default: fail
+  profile:
+    description:
+      - C(profile.lsf) to source before the LSF commands. Without it the login environment (C(/etc/profile.d))
+        must put them on the C(PATH), as it does on an LSF host.
+    type: path
+attributes:
+  check_mode:
+    support: full
+    description: Reads the state (C(bhosts), C(bjobs)), predicts the change, and never runs C(badmin) or waits.
+  diff_mode:
+    support: none
+    description: Nothing is written to a file.
+  idempotent:
+    support: full
+    description: A host already in the wanted state is left alone and RV(ignore:changed=false).
+  platform:
+    support: full
+    platforms: posix
+    description: A host with the LSF commands (an LSF server or client host).
+notes:
+  - C(badmin hclose) and C(badmin hopen) need root or an LSF administrator.
+  - Closing a host stops new dispatches only; running jobs go on (draining waits for them).
+  - A host an administrator closed keeps its own comment; this module never overwrites it.
+seealso:
+  - module: hpc.gpu_containers.container_verify
+"""
+
+EXAMPLES = r"""
+- name: Close gpu01 and wait up to an hour for its jobs to end
+  hpc.gpu_containers.lsf_host_state:
+    host: gpu01
+    state: drained
+    reason: Docker engine upgrade
+    timeout: 3600
+
+- name: Reopen gpu01 if this collection closed it
+  hpc.gpu_containers.lsf_host_state:
+    host: gpu01
+    state: open
+    reason: verified after the Docker engine upgrade
+
+- name: Read gpu01's batch state
+  hpc.gpu_containers.lsf_host_state:
+    host: gpu01
+  register: gpu01_state
+"""
+
+RETURN = r"""
+host:
+  description: The LSF host name.
+  returned: always
+  type: str
+  sample: gpu01
+status:
+  description: The host's status after the module (C(ok), C(closed_Adm), C(closed_Full) ...); predicted in check mode.
+  returned: always
+  type: str
+  sample: closed_Adm
+comment:
+  description: The administrator comment after the module; predicted in check mode.
+  returned: always
+  type: str
+  sample: "hpc.gpu_containers: restart of dockerd (daemon.json: log-opts.max-file)"
+closed:
+  description: The host is closed by an administrator (C(closed_Adm)) after the module.
+  returned: always
+  type: bool
+  sample: true
+owned:
+  description: The host is closed with a comment of O(owner) after the module (the module may reopen it).
+  returned: always
+  type: bool
+  sample: true
+previous:
+  description: Status and comment before the module.
+  returned: always
+  type: dict
+  sample: {status: ok, comment: ""}
+note:
+  description: Why the module did what it did.
+  returned: always
+  type: str
+  sample: closed already by an administrator (operator - fan replacement); left as it is
+jobs:
+  description: Ids of the jobs that hold processes on the host when the module returned (O(state=drained)).
+  returned: always
+  type: list
+  elements: int
+  sample: []
+waited:
+  description: Seconds O(state=drained) waited for the jobs.
+  returned: always
+  type: float
+  sample: 42.1
+timed_out:
+  description: Jobs were still running at the timeout (O(on_timeout=proceed)).
+  returned: always
+  type: bool
+  sample: false
+commands:
+  description: The C(badmin) commands run (or, in check mode, that would run).
+  returned: always
+  type: list
+  elements: list
+  sample: [[badmin, hclose, -C, "hpc.gpu_containers: restart of dockerd", gpu01]]
+"""
+
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_host_state import (
+    ADMIN_CLOSED,
+    LsfOutputError,
+    close_comment,
+    decide,
+    is_owned,
+    no_jobs_message,
+    parse_bhosts_long,
+    parse_bjobs,
+    started_jobs_on,
+)
+
+# The LSF commands run in a login shell (profile.lsf through /etc/profile.d on an LSF host),
+# after sourcing the given profile.lsf when there is one.
+_SHELL = 'profile=$1; shift; if [ -n "$profile" ]; then . "$profile" || exit 127; fi; exec "$@"'
+
+
+class _Lsf:
+    def __init__(self, module, host):
+        self.module = module
+        self.host = host
+        self.profile = module.params["profile"] or ""
+
+    def run(self, *argv):
+        rc, out, err = self.module.run_command(["/bin/sh", "-lc", _SHELL, "sh", self.profile] + list(argv))
+        return rc, out, err
+
+    def fail(self, msg, **extra):
+        self.module.fail_json(msg="%s: %s" % (self.host, msg), host=self.host, **extra)
+
+    def state(self):
+        rc, out, err = self.run("bhosts", "-l", self.host)
+        if rc != 0:
+            self.fail("bhosts -l %s failed (rc=%d): %s" % (self.host, rc, (err or out).strip()))
+        try:
+            hosts = parse_bhosts_long(out)
+        except LsfOutputError as exc:
+            self.fail(str(exc))
+        if self.host not in hosts:
+            self.fail("bhosts -l %s does not list the host: %s" % (self.host, (out or err).strip()[-500:]))
+        return hosts[self.host]
+
+    def jobs(self):
+        rc, out, err = self.run("bjobs", "-u", "all", "-w", "-m", self.host)
+        if rc != 0 and not no_jobs_message(out + err):
+            self.fail("bjobs -u all -w -m %s failed (rc=%d): %s" % (self.host, rc, (err or out).strip()))
+        try:
+            return started_jobs_on(parse_bjobs(out), self.host)
+        except LsfOutputError as exc:
+            self.fail(str(exc))
+
+    def badmin(self, argv):
+        rc, out, err = self.run(*argv)
+        if rc != 0:
+            self.fail("%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()))
+
+
+def drain(lsf, params, check_mode):
+    """Wait until no job holds processes on the host; (job ids, seconds waited, timed out)."""
+    began = time.monotonic()
+    deadline = began + max(params["timeout"], 0)
+    while True:
+        jobs = lsf.jobs()
+        now = time.monotonic()
+        if not jobs or check_mode or now >= deadline:
+            return [job["job"] for job in jobs], round(now - began, 1), bool(jobs) and not check_mode
+        time.sleep(min(max(params["poll"], 1), deadline - now))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            host=dict(type="str"),
+            state=dict(type="str", default="query", choices=["closed", "drained", "open", "query"]),
+            reason=dict(type="str"),
+            owner=dict(type="str", default="hpc.gpu_containers"),
+            timeout=dict(type="int", default=3600),
+            poll=dict(type="int", default=30),
+            on_timeout=dict(type="str", default="fail", choices=["fail", "proceed"]),
+            profile=dict(type="path"),
+        ),
+        required_if=[("state", "closed", ["reason"]), ("state", "drained", ["reason"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    host = p["host"] or socket.gethostname().split(".", 1)[0]
+    lsf = _Lsf(module, host)
+    try:
+        comment = close_comment(p["owner"], p["reason"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc), host=host)
+
+    before = lsf.state()
+    command, note = decide(p["state"], before["status"], before["comment"], p["owner"])
+    commands = []
+    status, after_comment = before["status"], before["comment"]
+    if command:
+        argv = ["badmin", command, "-C", comment, host]
+        commands.append(argv)
+        if module.check_mode:
+            status, after_comment = (ADMIN_CLOSED if command == "hclose" else "ok"), comment
+        else:
+            lsf.badmin(argv)
+            after = lsf.state()
+            status, after_comment = after["status"], after["comment"]
+            if command == "hclose" and status != ADMIN_CLOSED:
+                lsf.fail("badmin hclose ran, but bhosts shows the host %s" % status, commands=commands)
+
+    result = dict(changed=bool(command), host=host, status=status, comment=after_comment or "",
+                  closed=status == ADMIN_CLOSED, owned=status == ADMIN_CLOSED and is_owned(after_comment, p["owner"]),
+                  previous={"status": before["status"], "comment": before["comment"] or ""}, note=note,
+                  jobs=[], waited=0.0, timed_out=False, commands=commands)
+    if p["state"] == "drained":
+        jobs, waited, timed_out = drain(lsf, p, module.check_mode)
+        result.update(jobs=jobs, waited=waited, timed_out=timed_out)
+        if timed_out and p["on_timeout"] == "fail":
+            module.fail_json(
+                msg="%s: %d job(s) still running after %d s (%s); the host stays closed (%s)"
+                    % (host, len(jobs), p["timeout"], ", ".join(str(job) for job in jobs), result["comment"]),
+                **result)
+        if timed_out:
+            module.warn("%s: jobs %s still running after %d s; going on (on_timeout=proceed)"
+                        % (host, ", ".join(str(job) for job in jobs), p["timeout"]))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""image_variant through AnsibleModule: the test bed's gpu01/gpu02 facts, one or every logical
+image, no fit (failing or reported), bad input, check mode, and documentation = argument_spec."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.hpc.gpu_containers.plugins.modules import image_variant
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
+import image_nodes as nodes  # noqa: E402
+
+REGISTRY = "head.cluster:5000/hpc"
+CATALOGUE = {
+    "powerai": {"variants": [
+        {"name": "cuda12-avx512", "image": REGISTRY + "/powerai:cuda12.2-x86-64-v4", "architecture": "x86_64",
+         "cpu_level": "x86-64-v4", "cuda": "12.2", "compute_capabilities": ["8.0", "9.0"], "ptx": True},
+        {"name": "cuda12", "image": REGISTRY + "/powerai:cuda12.2", "architecture": "x86_64",
+         "cuda": "12.2", "compute_capabilities": ["8.0", "9.0"], "ptx": True},
+        {"name": "cuda11-volta", "image": REGISTRY + "/powerai:cuda11.4", "architecture": "amd64",
+         "cpu_level": "x86-64-v2", "cuda": "11.4", "compute_capabilities": ["7.0"]},
+    ]},
+    "hopper-only": {"variants": [
+        {"name": "sm90", "image": REGISTRY + "/hopper:1.0", "architecture": "x86_64", "cuda": "12.2",
+         "compute_capabilities": ["9.0"]},
+    ]},
+}
+
+
+def run(capsys, **args):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            image_variant.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def facts(node, cpu=nodes.BROADWELL):
+    return nodes.standin_facts(node, cpu)
+
+
+@pytest.mark.parametrize("node, variant, image", [
+    ("gpu01", "cuda11-volta", REGISTRY + "/powerai:cuda11.4"),
+    ("gpu02", "cuda12", REGISTRY + "/powerai:cuda12.2"),
+])
+def test_each_test_bed_node_gets_its_variant(capsys, node, variant, image):
+    res = run(capsys, catalogue=CATALOGUE, image="powerai", gpu_facts=facts(node), node=node)
+    assert res["changed"] is False and "failed" not in res
+    assert res["variants"] == {"powerai": image} and res["chosen"] == {"powerai": variant}
+    assert res["unresolved"] == {}
+    assert list(res["verdicts"]["powerai"]) == ["cuda12-avx512", "cuda12", "cuda11-volta"]
+    assert res["verdicts"]["powerai"][variant] == "chosen"
+    assert res["verdicts"]["powerai"]["cuda12-avx512"].startswith("needs x86-64-v4 (node: x86-64-v3)")
+
+
+def test_the_platform_is_returned_and_check_mode_gives_the_same(capsys):
+    res = run(capsys, catalogue=CATALOGUE, image="powerai", gpu_facts=facts("gpu02", nodes.AVX512), node="gpu02")
+    assert res["platform"] == {"architecture": "x86_64", "cpu_level": "x86-64-v4", "driver": "535.129.03", "cuda": "12.2",
+                               "compute_capabilities": ["8.0"]}
+    assert res["chosen"] == {"powerai": "cuda12-avx512"}
+    checked = run(capsys, catalogue=CATALOGUE, image="powerai", gpu_facts=facts("gpu02", nodes.AVX512), node="gpu02",
+                  _ansible_check_mode=True)
+    assert {k: checked[k] for k in ("changed", "platform", "variants", "chosen", "verdicts", "unresolved")} == {
+        k: res[k] for k in ("changed", "platform", "variants", "chosen", "verdicts", "unresolved")}
+
+
+def test_without_image_every_logical_image_is_resolved_and_no_fit_is_reported(capsys):
+    res = run(capsys, catalogue=CATALOGUE, gpu_facts=facts("gpu01"), node="gpu01")
+    assert "failed" not in res and res["changed"] is False
+    assert res["variants"] == {"powerai": REGISTRY + "/powerai:cuda11.4"}
+    assert res["unresolved"] == {"hopper-only": (
+        "hopper-only: no variant fits gpu01 (x86_64, x86-64-v3, driver 470.182.03, CUDA 11.4, cc 7.0): "
+        "sm90: needs CUDA 12.2 (driver supports 11.4), compiled for cc 9.0 (node: cc 7.0)")}
+    assert res["verdicts"]["hopper-only"] == {"sm90": "needs CUDA 12.2 (driver supports 11.4), compiled for cc 9.0 (node: cc 7.0)"}
+
+
+def test_a_named_image_without_a_fit_fails_with_every_reason(capsys):
+    res = run(capsys, catalogue=CATALOGUE, image="hopper-only", gpu_facts=facts("gpu02"), node="gpu02")
+    assert res["failed"] is True
+    assert res["msg"] == ("hopper-only: no variant fits gpu02 (x86_64, x86-64-v3, driver 535.129.03, CUDA 12.2, cc 8.0): "
+                          "sm90: compiled for cc 9.0 (node: cc 8.0)")
+    assert res["unresolved"] == {"hopper-only": res["msg"]} and res["variants"] == {}
+
+
+def test_fail_on_no_fit_false_reports_it_instead(capsys):
+    res = run(capsys, catalogue=CATALOGUE, image="hopper-only", gpu_facts=facts("gpu02"), node="gpu02", fail_on_no_fit=False)
+    assert "failed" not in res
+    assert res["unresolved"]["hopper-only"].startswith("hopper-only: no variant fits gpu02 (")
+    assert res["variants"] == {} and res["chosen"] == {}
+
+
+def test_a_node_without_gpu_fails_the_gpu_image(capsys):
+    res = run(capsys, catalogue=CATALOGUE, image="powerai", gpu_facts=nodes.no_gpu_facts(nodes.BROADWELL), node="login01")
+    assert res["failed"] is True
+    assert res["msg"].startswith("powerai: no variant fits login01 (x86_64, x86-64-v3, no GPU driver): ")
+    for name in ("cuda12-avx512", "cuda12", "cuda11-volta"):
+        assert "%s: " % name in res["msg"]
+    assert res["verdicts"]["powerai"]["cuda12"] == "needs a GPU (node: no GPU driver)"
+
+
+def test_the_node_name_defaults_to_the_short_host_name(capsys, monkeypatch):
+    monkeypatch.setattr(image_variant.socket, "gethostname", lambda: "gpu77.cluster.example")
+    res = run(capsys, catalogue=CATALOGUE, image="hopper-only", gpu_facts=facts("gpu01"))
+    assert res["msg"].startswith("hopper-only: no variant fits gpu77 (")
+
+
+@pytest.mark.parametrize("args, message", [
+    (dict(catalogue={"powerai": {"variants": [{"name": "v", "image": "r/p:1", "architecture": "x86_64", "cuda": 12.2}]}}),
+     "catalogue: powerai: variant v (variants[0]): cuda: give the version as a string"),
+    (dict(catalogue=CATALOGUE, image="tensorflow"), "image: no logical image 'tensorflow' in the catalogue (it has: hopper-only, powerai)"),
+    (dict(catalogue=CATALOGUE, gpu_facts={"present": False}), "gpu_facts: no cpu.architecture"),
+])
+def test_bad_input_fails_with_a_clear_message(capsys, args, message):
+    args.setdefault("gpu_facts", facts("gpu01"))
+    res = run(capsys, node="gpu01", **args)
+    assert res["failed"] is True and res["msg"].startswith(message)
+
+
+def test_documentation_matches_the_argument_spec(monkeypatch):
+    captured = {}
+
+    class Recorder:
+        def __init__(self, argument_spec, supports_check_mode=False, **kwargs):
+            captured.update(spec=argument_spec, check_mode=supports_check_mode, extra=kwargs)
+            raise SystemExit(0)
+
+    monkeypatch.setattr(image_variant, "AnsibleModule", Recorder)
+    with pytest.raises(SystemExit):
+        image_variant.main()
+    doc = yaml.safe_load(image_variant.DOCUMENTATION)
+    options = doc["options"]
+    assert set(options) == set(captured["spec"])
+    for name, spec in captured["spec"].items():
+        assert options[name]["type"] == spec["type"], name
+        assert options[name].get("required", False) == spec.get("required", False), name
+        assert options[name].get("default") == spec.get("default"), name
+    assert captured["check_mode"] is True and doc["attributes"]["check_mode"]["support"] == "full"
+    assert doc["version_added"] == "0.2.0"
+    returned = yaml.safe_load(image_variant.RETURN)
+    assert set(returned) == {"platform", "variants", "chosen", "verdicts", "unresolved"}
+    yaml.safe_load(image_variant.EXAMPLES)

@@ -1,0 +1,226 @@
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""registry_image_index through AnsibleModule against a registry served over HTTP in the test process.
+
+The registry speaks the part of the distribution API the module uses (manifests by tag or digest, GET
+and PUT, with Accept negotiation: a client that does not accept an index gets the amd64 entry, as the
+distribution registry answers; blobs; basic authentication). Images are pushed the way ``docker push``
+pushes them: a config blob and a Docker v2 manifest under a tag.
+"""
+
+import base64
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_index as model
+from ansible_collections.hpc.gpu_containers.plugins.modules import registry_image_index
+
+REPO = "hpc/verify"
+AUTH = "Basic " + base64.b64encode(b"hpcadmin:s3cret-pw").decode()
+
+
+class FakeRegistry:
+    def __init__(self):
+        self.manifests = {}  # digest -> (media type, bytes)
+        self.tags = {}  # tag -> digest
+        self.blobs = {}
+        self.requests = []
+
+    def push_image(self, tag, arch, salt=""):
+        config = json.dumps({"architecture": arch, "os": "linux", "rootfs": {"salt": salt}}).encode()
+        config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
+        self.blobs[config_digest] = config
+        body = json.dumps({"schemaVersion": 2, "mediaType": model.DOCKER_MANIFEST,
+                           "config": {"mediaType": "application/vnd.docker.container.image.v1+json",
+                                      "digest": config_digest, "size": len(config)}, "layers": []}).encode()
+        digest = model.digest_of(body)
+        self.manifests[digest] = (model.DOCKER_MANIFEST, body)
+        self.tags[tag] = digest
+        return config_digest
+
+    def document(self, tag):
+        return json.loads(self.manifests[self.tags[tag]][1])
+
+
+@pytest.fixture
+def registry():
+    state = FakeRegistry()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _answer(self, code, body=b"", media_type="application/json", digest=None):
+            self.send_response(code)
+            self.send_header("Content-Type", media_type)
+            self.send_header("Content-Length", str(len(body)))
+            if digest:
+                self.send_header("Docker-Content-Digest", digest)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _route(self):
+            state.requests.append((self.command, self.path, self.headers.get("Accept")))
+            if self.headers.get("Authorization") != AUTH:
+                self._answer(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}')
+                return None
+            prefix = "/v2/%s/" % REPO
+            if not self.path.startswith(prefix):
+                self._answer(404, b'{"errors":[{"code":"NAME_UNKNOWN"}]}')
+                return None
+            return self.path[len(prefix):].split("/", 1)
+
+        def do_GET(self):
+            route = self._route()
+            if route is None:
+                return
+            kind, ref = route
+            if kind == "blobs":
+                if ref in state.blobs:
+                    self._answer(200, state.blobs[ref], "application/octet-stream")
+                else:
+                    self._answer(404, b'{"errors":[{"code":"BLOB_UNKNOWN"}]}')
+                return
+            digest = state.tags.get(ref, ref)
+            if digest not in state.manifests:
+                self._answer(404, b'{"errors":[{"code":"MANIFEST_UNKNOWN"}]}')
+                return
+            media_type, body = state.manifests[digest]
+            accept = self.headers.get("Accept") or ""
+            if media_type in model.INDEX_TYPES and media_type not in accept:
+                digest = next(e["digest"] for e in json.loads(body)["manifests"]
+                              if e["platform"]["architecture"] == "amd64")
+                media_type, body = state.manifests[digest]
+            self._answer(200, body, media_type, digest)
+
+        def do_PUT(self):
+            route = self._route()
+            if route is None:
+                return
+            _kind, tag = route
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            media_type = self.headers["Content-Type"]
+            document = json.loads(body)
+            for child in document.get("manifests", []):
+                if child["digest"] not in state.manifests:
+                    self._answer(400, b'{"errors":[{"code":"MANIFEST_BLOB_UNKNOWN"}]}')
+                    return
+            digest = model.digest_of(body)
+            state.manifests[digest] = (media_type, body)
+            state.tags[tag] = digest
+            self._answer(201, b"", digest=digest)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.address = "127.0.0.1:%d" % server.server_address[1]
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+def run(capsys, registry, check=False, diff=False, **args):
+    params = dict(registry=registry.address, repository=REPO, tag="1", insecure=True, username="hpcadmin",
+                  password="s3cret-pw", _ansible_check_mode=check, _ansible_diff=diff)
+    params.update(args)
+    with patch_module_args(params):
+        with pytest.raises(SystemExit):
+            registry_image_index.main()
+    out = capsys.readouterr().out
+    return json.loads(out), out
+
+
+def test_two_architectures_built_apart_end_in_one_index(registry, capsys):
+    amd = registry.push_image("1-amd64", "amd64")
+    ppc = registry.push_image("1-ppc64le", "ppc64le")
+    res, _out = run(capsys, registry, images=["1-amd64"])
+    assert res["changed"] and res["platforms"] == ["linux/amd64"] and res["changed_platforms"] == ["linux/amd64"]
+    res, _out = run(capsys, registry, images=["1-ppc64le"])
+    assert res["changed"] and res["platforms"] == ["linux/amd64", "linux/ppc64le"]
+    index = registry.document("1")
+    assert index["mediaType"] == model.DOCKER_LIST
+    assert [e["platform"]["architecture"] for e in index["manifests"]] == ["amd64", "ppc64le"]
+    assert res["digest"] == registry.tags["1"]
+    # each node gets its own architecture's image, by configuration digest (the image id after a pull)
+    res, _out = run(capsys, registry, architecture="x86_64")
+    assert res["changed"] is False and res["image"]["config_digest"] == amd
+    assert res["image"]["platform"] == "linux/amd64"
+    res, _out = run(capsys, registry, architecture="ppc64le")
+    assert res["image"]["config_digest"] == ppc and res["image"]["digest"] == registry.tags["1-ppc64le"]
+
+
+def test_a_rerun_changes_nothing_and_pushes_nothing(registry, capsys):
+    registry.push_image("1-amd64", "amd64")
+    run(capsys, registry, images=["1-amd64"])
+    before = dict(registry.tags)
+    del registry.requests[:]
+    res, _out = run(capsys, registry, images=["1-amd64"], diff=True)
+    assert res["changed"] is False and registry.tags == before
+    assert not [r for r in registry.requests if r[0] == "PUT"]
+    assert res["diff"]["before"] == res["diff"]["after"] == "linux/amd64\n"
+
+
+def test_check_mode_predicts_and_pushes_nothing(registry, capsys):
+    registry.push_image("1-amd64", "amd64")
+    res, _out = run(capsys, registry, check=True, diff=True, images=["1-amd64", "1-ppc64le"])
+    assert res["changed"] is True and "1" not in registry.tags
+    assert res["changed_platforms"] == ["linux/amd64", "(1-ppc64le, not pushed yet)"]
+    assert res["diff"]["before"] == "" and res["diff"]["after"] == "linux/amd64\n"
+
+
+def test_a_node_whose_architecture_is_missing_fails_with_what_the_index_has(registry, capsys):
+    registry.push_image("1-amd64", "amd64")
+    run(capsys, registry, images=["1-amd64"])
+    res, _out = run(capsys, registry, architecture="ppc64le")
+    assert res["failed"] is True
+    assert res["msg"].startswith("%s/hpc/verify:1 has no image for linux/ppc64le (it has: linux/amd64)"
+                                 % registry.address)
+    assert res["platforms"] == ["linux/amd64"]
+
+
+def test_a_single_image_tag_is_read_and_then_replaced_by_the_index(registry, capsys):
+    amd = registry.push_image("1", "amd64")
+    res, _out = run(capsys, registry)
+    assert res["image"] == {"platform": "linux/amd64", "digest": registry.tags["1"], "config_digest": amd}
+    res, _out = run(capsys, registry, architecture="ppc64le")
+    assert res["failed"] and "has no image for linux/ppc64le (it has: linux/amd64)" in res["msg"]
+    registry.push_image("1-amd64", "amd64")
+    res, _out = run(capsys, registry, images=["1-amd64"])
+    assert res["changed"] and registry.manifests[registry.tags["1"]][0] == model.DOCKER_LIST
+
+
+def test_the_index_is_asked_for_with_the_index_types_accepted(registry, capsys):
+    registry.push_image("1-amd64", "amd64")
+    registry.push_image("1-ppc64le", "ppc64le")
+    run(capsys, registry, images=["1-amd64", "1-ppc64le"])
+    del registry.requests[:]
+    res, _out = run(capsys, registry, architecture="ppc64le")
+    assert res["platforms"] == ["linux/amd64", "linux/ppc64le"]  # not the amd64 entry a plain client gets
+    first = registry.requests[0]
+    assert first[:2] == ("GET", "/v2/hpc/verify/manifests/1") and model.DOCKER_LIST in first[2]
+
+
+def test_a_tag_to_add_that_is_missing_fails_outside_check_mode(registry, capsys):
+    res, _out = run(capsys, registry, images=["1-ppc64le"])
+    assert res["failed"] and "1-ppc64le is not in the registry: push it before" in res["msg"]
+    assert "1" not in registry.tags
+
+
+def test_a_wrong_password_is_named_and_the_password_never_shown(registry, capsys):
+    res, out = run(capsys, registry, password="wrong-pw-123", architecture="x86_64")
+    assert res["failed"] and "HTTP 401 (check the registry account)" in res["msg"]
+    assert "wrong-pw-123" not in out and "s3cret-pw" not in out
+
+
+def test_an_unreachable_registry_is_a_clear_error(capsys):
+    params = dict(registry="127.0.0.1:9", repository=REPO, tag="1", insecure=True, timeout=3)
+    with patch_module_args(params):
+        with pytest.raises(SystemExit):
+            registry_image_index.main()
+    res = json.loads(capsys.readouterr().out)
+    assert res["failed"] and res["msg"].startswith("GET http://127.0.0.1:9/v2/hpc/verify/manifests/1: ")

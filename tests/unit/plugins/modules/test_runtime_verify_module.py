@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""runtime_verify against a recording fake of the commands it runs (podman, udocker through runuser)."""
+from __future__ import annotations
+
+import os
+import pwd
+import shlex
+
+import pytest
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpc.gpu_containers.plugins.modules import runtime_verify
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+
+MACHINE = os.uname().machine
+GPUS = {"present": True, "gpus": [{"index": 0, "uuid": "GPU-a", "minor_number": 0},
+                                  {"index": 1, "uuid": "GPU-b", "minor_number": 1}]}
+
+
+class FakeNode:
+    """Answers the module's commands; a container run creates the home file as the test's own user."""
+
+    def __init__(self, home, images=(), uid=None, devices="nvidia0 nvidia1", fail_import=False):
+        self.home, self.images, self.calls = home, set(images), []
+        self.uid = os.getuid() if uid is None else uid
+        self.devices, self.fail_import = devices, fail_import
+
+    def run_command(self, argv, **_kwargs):
+        assert argv[0] == "timeout"
+        argv = argv[2:]
+        as_user = argv[:2] == ["runuser", "-l"]
+        if as_user:
+            argv = shlex.split(argv[4])
+        self.calls.append((as_user, argv))
+        tool, verb = os.path.basename(argv[0]), argv[1] if argv[1] != "-q" else argv[2]
+        key = (tool, as_user)
+        if verb in ("exists", "inspect") or argv[1:3] == ["image", "exists"]:
+            return (0 if key in self.images else 1), "", ""
+        if verb == "import":
+            if self.fail_import:
+                return 125, "", "Error: no space left on device"
+            self.images.add(key)
+            return 0, "sha256:1\n", ""
+        if verb == "create":
+            return 0, "container-id\n", ""
+        if verb == "run":
+            home_file = argv[-1]
+            with open(home_file, "w"):
+                pass
+            devices = self.devices if "--device" in argv else ""
+            return 0, ("hpc-verify: 1\narch=%s\nnvidia_smi=absent\nuid=%d\ngid=%d\nnvidia_devices=%s\nhome_file=%s\n"
+                       % (MACHINE, self.uid, self.uid, devices, home_file)), ""
+        raise AssertionError("unexpected command %s" % argv)
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    account = pwd.struct_passwd(("alice", "x", os.getuid(), os.getgid(), "", str(home), "/bin/sh"))
+
+    def getpwnam(name):
+        if name != "alice":
+            raise KeyError(name)
+        return account
+
+    monkeypatch.setattr(runtime_verify.pwd, "getpwnam", getpwnam)
+    monkeypatch.setattr(AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/%s" % name)
+    fake = FakeNode(str(home))
+    monkeypatch.setattr(AnsibleModule, "run_command", fake.run_command)
+    rootfs = tmp_path / "rootfs.tar"
+    rootfs.write_bytes(b"rootfs")
+    cdi = tmp_path / "nvidia.yaml"
+    cdi.write_text("kind: nvidia.com/gpu\n")
+    return fake, dict(user="alice", rootfs=str(rootfs), cdi_spec=str(cdi), gpu_facts=GPUS)
+
+
+def test_check_mode_runs_nothing(node, capsys):
+    fake, args = node
+    result = run_module(runtime_verify, capsys, check=True, **args)
+    assert result["changed"] is False and result["skipped"] is True and result["passed"] is None
+    assert fake.calls == []
+
+
+def test_first_run_imports_then_verifies_every_runtime_and_the_second_changes_nothing(node, capsys):
+    fake, args = node
+    first = run_module(runtime_verify, capsys, **args)
+    assert first["passed"] and first["changed"], first
+    assert set(first["runtimes"]) == {"podman", "podman_root", "udocker"}
+    podman = first["runtimes"]["podman"]
+    assert podman["gpus"] == {"checked": True, "method": "device files", "host": 2, "seen": 2, "reason": None}
+    assert first["runtimes"]["udocker"]["gpus"]["checked"] is False
+    assert "udocker setup --nvidia" in first["runtimes"]["udocker"]["gpus"]["reason"]
+    # rootless podman and udocker as the user, root's podman as root with the user's ids
+    runs = {(as_user, argv[0]): argv for as_user, argv in fake.calls if "run" in argv}
+    assert "--userns=keep-id" in runs[(True, "/usr/bin/podman")]
+    assert "--user=%d:%d" % (os.getuid(), os.getgid()) in runs[(False, "/usr/bin/podman")]
+    assert "--user=alice" in runs[(True, "/usr/bin/udocker")]
+    # the home files are gone again
+    assert os.listdir(fake.home) == []
+    before = len(fake.calls)
+    again = run_module(runtime_verify, capsys, **args)
+    assert again["passed"] and again["changed"] is False
+    assert not any("import" in argv[1:3] for _u, argv in fake.calls[before:])
+    assert sum("run" in argv[1:3] for _u, argv in fake.calls[before:]) == 3
+
+
+def test_wrong_uid_inside_fails_the_task_with_the_reason(node, capsys):
+    fake, args = node
+    fake.uid = os.getuid() + 1
+    result = run_module(runtime_verify, capsys, runtimes=["udocker"], **args)
+    assert result["failed"] and result["passed"] is False
+    assert ("udocker: identity: uid inside the container is %d, the user's uid is %d" % (fake.uid, os.getuid())
+            in result["reasons"])
+
+
+def test_missing_gpu_is_reported_without_failing_when_asked(node, capsys):
+    fake, args = node
+    fake.devices = "nvidia0"
+    result = run_module(runtime_verify, capsys, runtimes=["podman"], fail_on_mismatch=False, **args)
+    assert "failed" not in result and result["passed"] is False
+    assert result["reasons"] == ["podman: GPUs: not visible in the container: /dev/nvidia1 (GPU-b)"]
+
+
+def test_without_a_cdi_spec_podman_gets_no_gpu_and_says_why(node, capsys, tmp_path):
+    fake, args = node
+    args["cdi_spec"] = str(tmp_path / "missing.yaml")
+    result = run_module(runtime_verify, capsys, runtimes=["podman"], **args)
+    assert result["passed"]
+    assert result["runtimes"]["podman"]["gpus"]["reason"].startswith("no CDI spec at ")
+    assert not any("--device" in argv for _u, argv in fake.calls)
+
+
+def test_failed_import_fails_that_runtime(node, capsys):
+    fake, args = node
+    fake.fail_import = True
+    result = run_module(runtime_verify, capsys, runtimes=["podman_root"], **args)
+    assert result["failed"]
+    assert result["reasons"][0].startswith("podman_root: import of ") and "no space left" in result["reasons"][0]
+
+
+def test_unknown_user_and_missing_rootfs_fail(node, capsys, tmp_path):
+    _fake, args = node
+    assert "does not exist" in run_module(runtime_verify, capsys, **dict(args, user="nobody-here"))["msg"]
+    missing = run_module(runtime_verify, capsys, **dict(args, rootfs=str(tmp_path / "none.tar")))
+    assert missing["failed"] and "rootfs" in missing["msg"]
