@@ -32,7 +32,8 @@ import shlex
 from ._verify import compare, go_arch, host_gpus, parse_verify_output
 
 __all__ = ["RUNTIMES", "IDENTITY_SCRIPT", "image_names", "user_shell", "podman_argv", "udocker_argv",
-           "udocker_import_argvs", "parse_identity", "judge"]
+           "udocker_import_argvs", "udocker_nvidia_argvs", "udocker_nvidia_mode", "udocker_nvidia_problem",
+           "parse_identity", "judge"]
 
 RUNTIMES = ("podman", "podman_root", "udocker")
 
@@ -98,6 +99,40 @@ def udocker_import_argvs(tar, names, udocker="udocker"):
 def udocker_argv(container, user, home_file, udocker="udocker"):
     """``udocker run`` of the report as ``user`` with the host's passwd/group and the home directory bound."""
     return [udocker, "-q", "run", "--hostauth", "--bindhome", "--user=%s" % user, container] + _report_command(home_file)
+
+
+def udocker_nvidia_argvs(container, udocker="udocker"):
+    """``udocker setup`` of the container: the query (prints ``nvidiamode: True|False``) and the set-up that
+    copies the node's NVIDIA driver libraries and tools into it (``--force``: replaces an earlier copy, as after
+    a driver update)."""
+    return {"query": [udocker, "setup", container],
+            "set": [udocker, "setup", "--nvidia", "--force", container]}
+
+
+def udocker_nvidia_mode(text):
+    """``nvidiamode: True|False`` of ``udocker setup <container>``; None when the line is missing."""
+    for line in (text or "").splitlines():
+        key, sep, value = line.strip().partition(":")
+        if sep and key.strip() == "nvidiamode":
+            return {"True": True, "False": False}.get(value.strip())
+    return None
+
+
+def udocker_nvidia_problem(rc, out, err):
+    """Why ``udocker setup --nvidia`` did not set the container up; None when it did.
+
+    Its exit code cannot be trusted (1.3.17 exits 0 when it finds no driver library). It prints
+    ``nvidia mode set`` only after copying the driver's libraries; every failure that stops it (no driver
+    library on the node, no library directory in the container) comes before, as an ``Error:`` line, which is
+    then the reason. ``Error:``/``Warn:`` lines beside ``nvidia mode set`` are about optional files (a node
+    without ``/etc/vulkan/icd.d`` gets ``Error: creating nvidia dir .../etc/vulkan/icd.d``): the GPU check
+    that follows is what proves the copy.
+    """
+    lines = [line.strip() for line in ((out or "") + "\n" + (err or "")).splitlines() if line.strip()]
+    if "Info: nvidia mode set" in lines:
+        return None
+    said = "; ".join(line for line in lines if line.startswith("Error:")) or (lines[-1] if lines else "no output")
+    return "udocker setup --nvidia did not set up the GPUs (exit code %s, not trusted): %s" % (rc, said)
 
 
 def parse_identity(text):

@@ -24,11 +24,19 @@ description:
   - GPUs. On a node with GPUs (O(gpu_facts)) and a CDI spec (O(cdi_spec)), podman gets
     C(--device nvidia.com/gpu=all) and must see every GPU of the node. When the CDI spec mounts C(nvidia-smi),
     its report is compared with the host as the Docker verification does (UUIDs, PCI bus ids, minor numbers,
-    driver); otherwise every GPU's device file C(/dev/nvidia<minor>) must be in the container. Without a CDI spec,
-    and always for udocker (whose C(udocker setup --nvidia) copies the host's driver libraries into the
-    container and cannot be checked by its exit code), the GPUs are reported as not checked, with the reason.
+    driver); otherwise every GPU's device file C(/dev/nvidia<minor>) must be in the container. Without a CDI spec
+    the GPUs are reported as not checked, with the reason.
+  - GPUs through udocker. On a node with GPUs the user's udocker container is set up with C(udocker setup
+    --nvidia) (it copies the node's driver libraries and tools, C(nvidia-smi) among them, into the container;
+    C(/dev) is the node's) when C(udocker setup) says C(nvidiamode: False). Its exit code cannot be trusted: it
+    set the container up only when it printed C(nvidia mode set), which it prints after copying the libraries
+    (C(Error:) lines about optional files such as C(/etc/vulkan/icd.d) may come beside it); otherwise the runtime
+    fails with its C(Error:) lines. The GPUs are then checked as for podman. When they do not match and the
+    container was set up by an earlier run (a driver update leaves its copies stale), it is set up again with
+    C(--force) and the report runs once more.
   - The rootfs is imported once per content (its tag is the start of its sha256) into the user's podman, root's
-    podman and the user's udocker; that import is the only change the module makes (RV(ignore:changed)).
+    podman and the user's udocker, and the udocker container is set up for the GPUs; these are the only changes
+    the module makes (RV(ignore:changed)).
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
 requirements:
@@ -42,7 +50,9 @@ attributes:
     description: Nothing on the host changes but the imported image, so there is nothing to diff.
   idempotent:
     support: full
-    description: RV(ignore:changed) only when the rootfs was imported into a runtime that did not have it.
+    description: >-
+      RV(ignore:changed) only when the rootfs was imported into a runtime that did not have it, or the udocker
+      container was set up for the GPUs.
 options:
   user:
     description:
@@ -158,9 +168,9 @@ runtimes:
       reasons: []
       uid: 2001
       architecture: x86_64
-      gpus: {checked: false, method: null, host: 2, seen: null,
-             reason: "udocker: GPUs through udocker setup --nvidia are not checked"}
+      gpus: {checked: true, method: nvidia-smi, host: 2, seen: 2, reason: null}
       imported: false
+      nvidia_setup: false
       seconds: 1.2
   contains:
     passed:
@@ -184,6 +194,10 @@ runtimes:
     imported:
       description: The rootfs was imported into this runtime by this run.
       type: bool
+    nvidia_setup:
+      description: udocker only, on a node with GPUs; this run set the container up with C(udocker setup --nvidia).
+      type: bool
+      version_added: 0.2.0
     seconds:
       description: Wall time of the container run.
       type: float
@@ -197,10 +211,17 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._runtime_verify import (
-    RUNTIMES, image_names, judge, podman_argv, udocker_argv, udocker_import_argvs, user_shell)
-
-UDOCKER_GPUS = ("udocker: GPUs through udocker setup --nvidia are not checked (it copies the host's driver "
-                "libraries into the container and its exit code cannot be trusted)")
+    RUNTIMES,
+    image_names,
+    judge,
+    podman_argv,
+    udocker_argv,
+    udocker_import_argvs,
+    udocker_nvidia_argvs,
+    udocker_nvidia_mode,
+    udocker_nvidia_problem,
+    user_shell,
+)
 
 
 def _sha256(path):
@@ -245,25 +266,60 @@ def _udocker_import(run, udocker, tar, names):
     return True, None
 
 
+def _udocker_nvidia(run, udocker, container, force):
+    """Set the user's udocker container up for the GPUs unless it is (``force``: in any case).
+
+    Returns (set up by this call, why it failed or None).
+    """
+    argvs = udocker_nvidia_argvs(container, udocker)
+    if not force:
+        rc, out, _err = run(argvs["query"])
+        if rc == 0 and udocker_nvidia_mode(out):
+            return False, None
+    rc, out, err = run(argvs["set"])
+    return True, udocker_nvidia_problem(rc, out, err)
+
+
+def _run_report(run, runtime, argv, as_user, account, home_file, gpu_facts, check_gpus, not_checked):
+    """One run of the report; the verdict with its wall time."""
+    if os.path.lexists(home_file):
+        os.unlink(home_file)
+    started = time.monotonic()
+    rc, out, err = run(argv, as_user=as_user)
+    seconds = round(time.monotonic() - started, 3)
+    try:
+        owner = os.lstat(home_file).st_uid
+        os.unlink(home_file)
+    except FileNotFoundError:
+        owner = None
+    verdict = judge(runtime, rc, out, os.uname().machine, account.pw_uid, owner, gpu_facts=gpu_facts,
+                    check_gpus=check_gpus, gpus_not_checked=not_checked)
+    if rc != 0 and err.strip():
+        verdict["reasons"].append("%s: %s" % (runtime, err.strip().splitlines()[-1]))
+    verdict["seconds"] = seconds
+    return verdict
+
+
+def _failed(runtime, reason, result):
+    verdict = {"passed": False, "uid": None, "architecture": None, "gpus": None, "reasons": ["%s: %s" % (runtime, reason)]}
+    verdict.update(result)
+    return verdict
+
+
 def verify_runtime(module, run, runtime, account, names, tar, gpu_facts, cdi_spec):
     """Import when needed, run the report, read the home file's owner on the host, judge."""
-    node_machine = os.uname().machine
     home_file = os.path.join(account.pw_dir, ".hpc-verify-%s" % runtime)
     result = {"imported": False, "seconds": None}
     has_gpus = bool(gpu_facts and gpu_facts.get("present") and gpu_facts.get("gpus"))
-    cdi = os.path.exists(cdi_spec)
     if runtime == "udocker":
         tool = module.get_bin_path("udocker", opt_dirs=["/usr/local/bin"])
-        check_gpus, not_checked = False, UDOCKER_GPUS
+        check_gpus, not_checked = True, None
     else:
         tool = module.get_bin_path("podman")
-        check_gpus = cdi
-        not_checked = None if cdi else "no CDI spec at %s (podman is given no GPU)" % cdi_spec
+        check_gpus = os.path.exists(cdi_spec)
+        not_checked = None if check_gpus else "no CDI spec at %s (podman is given no GPU)" % cdi_spec
     if tool is None:
-        verdict = {"passed": False, "uid": None, "architecture": None, "gpus": None,
-                   "reasons": ["%s: %s is not installed" % (runtime, "udocker" if runtime == "udocker" else "podman")]}
-        verdict.update(result)
-        return verdict
+        return _failed(runtime, "%s is not installed" % ("udocker" if runtime == "udocker" else "podman"), result)
 
     if runtime == "udocker":
         imported, error = _udocker_import(run, tool, tar, names)
@@ -276,25 +332,22 @@ def verify_runtime(module, run, runtime, account, names, tar, gpu_facts, cdi_spe
                            gid=account.pw_gid, gpus=check_gpus and has_gpus, podman=tool)
     result["imported"] = imported
     if error:
-        verdict = {"passed": False, "uid": None, "architecture": None, "gpus": None,
-                   "reasons": ["%s: %s" % (runtime, error)]}
-        verdict.update(result)
-        return verdict
+        return _failed(runtime, error, result)
+    nvidia = runtime == "udocker" and has_gpus
+    if nvidia:
+        result["nvidia_setup"], error = _udocker_nvidia(run, tool, names["udocker_container"], force=imported)
+        if error:
+            return _failed(runtime, error, result)
 
-    if os.path.lexists(home_file):
-        os.unlink(home_file)
-    started = time.monotonic()
-    rc, out, err = run(argv, as_user=as_user)
-    result["seconds"] = round(time.monotonic() - started, 3)
-    try:
-        owner = os.lstat(home_file).st_uid
-        os.unlink(home_file)
-    except FileNotFoundError:
-        owner = None
-    verdict = judge(runtime, rc, out, node_machine, account.pw_uid, owner, gpu_facts=gpu_facts,
-                    check_gpus=check_gpus, gpus_not_checked=not_checked)
-    if rc != 0 and err.strip():
-        verdict["reasons"].append("%s: %s" % (runtime, err.strip().splitlines()[-1]))
+    verdict = _run_report(run, runtime, argv, as_user, account, home_file, gpu_facts, check_gpus, not_checked)
+    if nvidia and not result["nvidia_setup"] and any(r.startswith(("%s: GPUs:" % runtime, "%s: driver:" % runtime))
+                                                        for r in verdict["reasons"]):
+        # Set up by an earlier run: its copies of the driver may be stale. Once more, freshly set up.
+        result["nvidia_setup"], error = _udocker_nvidia(run, tool, names["udocker_container"], force=True)
+        if error:
+            return _failed(runtime, error, result)
+        verdict = _run_report(run, runtime, argv, as_user, account, home_file, gpu_facts, check_gpus, not_checked)
+    result.pop("seconds")
     verdict.update(result)
     return verdict
 
@@ -334,7 +387,7 @@ def main():
                                            params["gpu_facts"] or {}, params["cdi_spec"])
     reasons = [reason for verdict in runtimes.values() for reason in verdict["reasons"]]
     passed = not reasons
-    changed = any(verdict["imported"] for verdict in runtimes.values())
+    changed = any(verdict["imported"] or verdict.get("nvidia_setup") for verdict in runtimes.values())
     msg = "%s: %s" % (", ".join(runtimes), "passed" if passed else "; ".join(reasons))
     result = dict(changed=changed, skipped=False, passed=passed, reasons=reasons, msg=msg, image=names,
                   runtimes=runtimes)

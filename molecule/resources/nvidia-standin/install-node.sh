@@ -7,10 +7,12 @@
 #   VALUES_FILE  the node's GPUs (gpus/<node>.conf)
 #
 # Installs, as the NVIDIA driver would:
-#   /usr/lib/<multiarch>/libnvidia-ml.so.1 (+ ldconfig)   /usr/bin/nvidia-smi
+#   /usr/lib/<multiarch>/libnvidia-ml.so.1, libcuda.so.1 (+ ldconfig)
+#   /usr/bin/nvidia-smi
 #   /etc/nvidia-standin/nvml.conf   /etc/nvidia-standin/driver-version
 #   /dev/nvidia<minor> for each GPU, /dev/nvidiactl, /dev/nvidia-uvm,
-#   /dev/nvidia-uvm-tools
+#   /dev/nvidia-uvm-tools, and /dev/nvidia-standin-nvml.conf (a copy of the
+#   values: the "kernel state" a container with the node's /dev reaches)
 # Idempotent: prints "install-node: changed" or "install-node: unchanged" last.
 #
 # The device files are character devices 1:3, the numbers of /dev/null, not
@@ -28,7 +30,7 @@ src="${1:?usage: install-node.sh DIR VALUES_FILE}"
 values="${2:?usage: install-node.sh DIR VALUES_FILE}"
 changed=0
 
-for file in "$src/libnvidia-ml.so.1" "$src/nvidia-smi" "$values"; do
+for file in "$src/libnvidia-ml.so.1" "$src/libcuda.so.1" "$src/nvidia-smi" "$values"; do
     [ -r "$file" ] || { echo "install-node.sh: $file missing" >&2; exit 1; }
 done
 
@@ -78,6 +80,7 @@ case "$count" in ''|*[!0-9]*) echo "install-node.sh: gpu.count missing in $value
 [ -n "$driver" ] || { echo "install-node.sh: driver_version missing in $values" >&2; exit 1; }
 
 put "$src/libnvidia-ml.so.1" "$libdir/libnvidia-ml.so.1" 0755
+put "$src/libcuda.so.1" "$libdir/libcuda.so.1" 0755
 put "$src/nvidia-smi" /usr/bin/nvidia-smi 0755
 put "$values" /etc/nvidia-standin/nvml.conf 0644
 if [ "$(cat /etc/nvidia-standin/driver-version 2>/dev/null || true)" != "$driver" ]; then
@@ -106,6 +109,7 @@ tmpfiles=$(mktemp)
     for node in $nodes; do
         echo "c! /dev/$node 0666 root root - 1:3"
     done
+    echo "C! /dev/nvidia-standin-nvml.conf 0644 root root - /etc/nvidia-standin/nvml.conf"
 } > "$tmpfiles"
 put "$tmpfiles" /etc/tmpfiles.d/nvidia-standin.conf 0644
 rm -f "$tmpfiles"
@@ -120,6 +124,8 @@ for node in $nodes; do
     echo "made $path (c 1:3)"
     changed=1
 done
+
+put /etc/nvidia-standin/nvml.conf /dev/nvidia-standin-nvml.conf 0644
 
 if [ "$changed" = 1 ]; then
     echo "install-node: changed"

@@ -167,7 +167,11 @@ def test_runtime_verify_module_through_each_runtime(host):
         assert verdict["uid"] == UID and verdict["architecture"] == host.system_info.arch, name
     for name in ("podman", "podman_root"):
         assert runtimes[name]["gpus"]["checked"] and runtimes[name]["gpus"]["seen"] == 2, runtimes[name]
-    assert not runtimes["udocker"]["gpus"]["checked"] and "udocker setup --nvidia" in runtimes["udocker"]["gpus"]["reason"]
+    # udocker setup --nvidia (by the verify play) copied the node's driver libraries and nvidia-smi into the
+    # container: nvidia-smi inside reports the node's GPUs, compared by UUID, bus id and minor number.
+    udocker = runtimes["udocker"]
+    assert udocker["gpus"]["checked"] and udocker["gpus"]["method"] == "nvidia-smi", udocker
+    assert udocker["nvidia_setup"] is False  # set up once, by the verify play
     assert not host.file("/home/%s/.hpc-verify-podman" % USER).exists
 
 
@@ -177,3 +181,13 @@ def test_runtime_verify_module_reports_a_gpu_the_container_does_not_see(host):
     result = runtime_verify(host, runtimes=["podman"], gpu_facts=dict(facts, gpus=facts["gpus"] + [ghost]))
     assert result["passed"] is False
     assert result["reasons"] == ["podman: GPUs: not visible in the container: /dev/nvidia7 (GPU-ghost)"]
+
+
+def test_udocker_setup_nvidia_copied_the_driver_into_the_container(host):
+    tag = host.check_output("sha256sum %s" % ROOTFS)[:12]
+    assert "nvidiamode: True" in as_user(host, "udocker setup hpc-verify-%s" % tag).stdout
+    root = as_user(host, "udocker -q inspect -p hpc-verify-%s" % tag).stdout.strip()
+    for name in ("libnvidia-ml.so.1", "libcuda.so.1"):
+        copied = host.file("%s/usr/lib/x86_64-linux-gnu/%s" % (root, name))
+        assert copied.exists and copied.sha256sum == host.file("/usr/lib/x86_64-linux-gnu/%s" % name).sha256sum
+    assert host.file("%s/usr/bin/nvidia-smi" % root).exists

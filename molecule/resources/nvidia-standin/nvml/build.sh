@@ -3,6 +3,9 @@
 # user-space boundary, for the architecture of the machine that runs it:
 #   OUTDIR/libnvidia-ml.so.1   NVML, answering from /etc/nvidia-standin/nvml.conf
 #   OUTDIR/nvidia-smi          dlopens libnvidia-ml.so.1, as the real one does
+#   OUTDIR/libcuda.so.1        CUDA's driver library: every call answers
+#                              CUDA_ERROR_NO_DEVICE (tools find the driver's
+#                              library directory by it)
 # Usage: build.sh OUTDIR          (CC overrides the compiler, default cc)
 #
 # No rpath, no $ORIGIN: nvidia-smi finds the library the way the real one
@@ -30,7 +33,9 @@ cd "$here"
 "$cc" $common -fPIC -shared -fvisibility=hidden -Wl,-soname,libnvidia-ml.so.1 \
     -o "$work/libnvidia-ml.so.1" libnvidia-ml.c
 # shellcheck disable=SC2086
+"$cc" $common -fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 -o "$work/libcuda.so.1" libcuda.c
+# shellcheck disable=SC2086
 "$cc" $common -o "$work/nvidia-smi" nvidia-smi.c -Wl,--as-needed -ldl
-chmod 0755 "$work/libnvidia-ml.so.1" "$work/nvidia-smi"
-mv -f "$work/libnvidia-ml.so.1" "$work/nvidia-smi" "$out/"
-echo "stand-in NVML library and nvidia-smi for $(uname -m) in $out"
+chmod 0755 "$work/libnvidia-ml.so.1" "$work/nvidia-smi" "$work/libcuda.so.1"
+mv -f "$work/libnvidia-ml.so.1" "$work/nvidia-smi" "$work/libcuda.so.1" "$out/"
+echo "stand-in NVML library, nvidia-smi and libcuda for $(uname -m) in $out"

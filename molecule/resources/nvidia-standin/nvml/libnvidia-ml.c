@@ -10,6 +10,12 @@
  *
  * Values come from a text file, one per GPU node:
  *   /etc/nvidia-standin/nvml.conf   (NVIDIA_STANDIN_NVML_CONF overrides it)
+ * or, where that file is missing, its copy among the device files,
+ *   /dev/nvidia-standin-nvml.conf
+ * which stands for the kernel driver's state: a container that gets the
+ * node's /dev and the driver's libraries but not the node's /etc (udocker
+ * after `udocker setup --nvidia`) reaches the values as the real library
+ * reaches the driver, through /dev.
  * Format (molecule/resources/nvidia-standin/gpus/README.md): key=value lines,
  * '#' starts a comment (a whole line, or after blank space in a value), blank
  * lines are ignored:
@@ -38,6 +44,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +115,7 @@ typedef struct {
 #define nvmlMemory_v2 NVML_STRUCT_VERSION(sizeof(nvmlMemory_v2_t), 2)
 
 #define DEFAULT_CONF "/etc/nvidia-standin/nvml.conf"
+#define DEVICE_CONF "/dev/nvidia-standin-nvml.conf"
 #define CONF_ENV "NVIDIA_STANDIN_NVML_CONF"
 #define MAX_GPUS 64
 #define TEXT 96
@@ -342,8 +350,11 @@ static nvmlReturn_t load(void)
     int count_seen = 0;
     FILE *file;
 
-    if (path == NULL || *path == '\0')
+    if (path == NULL || *path == '\0') {
         path = DEFAULT_CONF;
+        if (access(DEFAULT_CONF, F_OK) != 0 && access(DEVICE_CONF, F_OK) == 0)
+            path = DEVICE_CONF;
+    }
     reset();
     file = fopen(path, "r");
     if (file == NULL)

@@ -122,3 +122,41 @@ def test_gpus_not_checked_keep_their_reason_and_do_not_fail():
                                "reason": "udocker: not checked"}
     cpu = rv.judge("podman", 0, report(), "x86_64", 2001, 2001, gpu_facts={"present": False}, check_gpus=True)
     assert cpu["passed"] and cpu["gpus"]["reason"] == "the node has no GPU"
+
+
+# udocker setup --nvidia: its output, not its exit code (udocker 1.3.17's messages).
+def test_udocker_nvidia_argvs():
+    argvs = rv.udocker_nvidia_argvs("hpc-verify-0a1b", "/usr/local/bin/udocker")
+    assert argvs == {"query": ["/usr/local/bin/udocker", "setup", "hpc-verify-0a1b"],
+                     "set": ["/usr/local/bin/udocker", "setup", "--nvidia", "--force", "hpc-verify-0a1b"]}
+
+
+@pytest.mark.parametrize("text, mode", [
+    ("execmode: P1\nnvidiamode: True\n", True),
+    ("execmode: P1\nnvidiamode: False\n", False),
+    ("execmode: P1\n", None),
+    ("nvidiamode: maybe\n", None),
+    ("", None),
+])
+def test_udocker_nvidia_mode(text, mode):
+    assert rv.udocker_nvidia_mode(text) is mode
+
+
+def test_udocker_nvidia_problem_none_when_set_despite_errors_about_optional_files():
+    # a node without /etc/vulkan/icd.d (udocker 1.3.17, recorded on the test bed)
+    out = "Info: nvidia mode set\n"
+    err = ("Error: creating nvidia dir /home/u/.udocker/containers/c/ROOT//etc/vulkan/icd.d\n"
+           "Warn: nvidia file in config not found /etc/vulkan/icd.d/nvidia_icd.json\n")
+    assert rv.udocker_nvidia_problem(0, out, err) is None
+
+
+@pytest.mark.parametrize("rc, out, err, said", [
+    (0, "", "Error: host nvidia libraries not found\n", "Error: host nvidia libraries not found"),
+    (0, "", "Warn: x\nError: destination dir for nvidia libs not found\n",
+     "Error: destination dir for nvidia libs not found"),
+    (1, "", "", "no output"),
+    (0, "something else\n", "", "something else"),
+])
+def test_udocker_nvidia_problem_names_what_udocker_said(rc, out, err, said):
+    problem = rv.udocker_nvidia_problem(rc, out, err)
+    assert problem == "udocker setup --nvidia did not set up the GPUs (exit code %s, not trusted): %s" % (rc, said)

@@ -26,6 +26,11 @@ class FakeNode:
         self.home, self.images, self.calls = home, set(images), []
         self.uid = os.getuid() if uid is None else uid
         self.devices, self.fail_import = devices, fail_import
+        # udocker's container: set up for the GPUs? with the node's current driver? what setup --nvidia says
+        self.nvidia_mode, self.stale = False, False
+        self.setup_output = ("Error: creating nvidia dir /home/alice/.udocker/containers/c/ROOT//etc/vulkan/icd.d\n"
+                             "Warn: nvidia file in config not found /etc/vulkan/icd.d/nvidia_icd.json\n"
+                             "Info: nvidia mode set\n")
 
     def run_command(self, argv, **_kwargs):
         assert argv[0] == "timeout"
@@ -45,11 +50,21 @@ class FakeNode:
             return 0, "sha256:1\n", ""
         if verb == "create":
             return 0, "container-id\n", ""
+        if verb == "setup" and "--nvidia" in argv:
+            assert "--force" in argv and as_user
+            if "nvidia mode set" in self.setup_output:
+                self.nvidia_mode, self.stale = True, False
+            return 0, self.setup_output, ""  # exit code 0 whatever happened, as udocker 1.3.17
+        if verb == "setup":
+            return 0, "execmode: P1\nnvidiamode: %s\n" % self.nvidia_mode, ""
         if verb == "run":
             home_file = argv[-1]
             with open(home_file, "w"):
                 pass
-            devices = self.devices if "--device" in argv else ""
+            if tool == "udocker":
+                devices = self.devices if self.nvidia_mode and not self.stale else ""
+            else:
+                devices = self.devices if "--device" in argv else ""
             return 0, ("hpc-verify: 1\narch=%s\nnvidia_smi=absent\nuid=%d\ngid=%d\nnvidia_devices=%s\nhome_file=%s\n"
                        % (MACHINE, self.uid, self.uid, devices, home_file)), ""
         raise AssertionError("unexpected command %s" % argv)
@@ -91,8 +106,11 @@ def test_first_run_imports_then_verifies_every_runtime_and_the_second_changes_no
     assert set(first["runtimes"]) == {"podman", "podman_root", "udocker"}
     podman = first["runtimes"]["podman"]
     assert podman["gpus"] == {"checked": True, "method": "device files", "host": 2, "seen": 2, "reason": None}
-    assert first["runtimes"]["udocker"]["gpus"]["checked"] is False
-    assert "udocker setup --nvidia" in first["runtimes"]["udocker"]["gpus"]["reason"]
+    udocker = first["runtimes"]["udocker"]
+    assert udocker["gpus"] == {"checked": True, "method": "device files", "host": 2, "seen": 2, "reason": None}
+    assert udocker["nvidia_setup"] is True
+    assert [argv[1:] for u, argv in fake.calls if u and "setup" in argv] == [
+        ["setup", "--nvidia", "--force", "hpc-verify-%s" % first["image"]["udocker_container"][-12:]]]
     # rootless podman and udocker as the user, root's podman as root with the user's ids
     runs = {(as_user, argv[0]): argv for as_user, argv in fake.calls if "run" in argv}
     assert "--userns=keep-id" in runs[(True, "/usr/bin/podman")]
@@ -104,6 +122,8 @@ def test_first_run_imports_then_verifies_every_runtime_and_the_second_changes_no
     again = run_module(runtime_verify, capsys, **args)
     assert again["passed"] and again["changed"] is False
     assert not any("import" in argv[1:3] for _u, argv in fake.calls[before:])
+    assert again["runtimes"]["udocker"]["nvidia_setup"] is False
+    assert not any("--nvidia" in argv for _u, argv in fake.calls[before:])
     assert sum("run" in argv[1:3] for _u, argv in fake.calls[before:]) == 3
 
 
@@ -146,3 +166,45 @@ def test_unknown_user_and_missing_rootfs_fail(node, capsys, tmp_path):
     assert "does not exist" in run_module(runtime_verify, capsys, **dict(args, user="nobody-here"))["msg"]
     missing = run_module(runtime_verify, capsys, **dict(args, rootfs=str(tmp_path / "none.tar")))
     assert missing["failed"] and "rootfs" in missing["msg"]
+
+
+def test_udocker_setup_nvidia_is_judged_by_its_output_not_its_exit_code(node, capsys):
+    fake, args = node
+    fake.setup_output = ("Error: host nvidia libraries not found\n")
+    result = run_module(runtime_verify, capsys, runtimes=["udocker"], fail_on_mismatch=False, **args)
+    assert result["passed"] is False and result["changed"] is True
+    assert result["reasons"] == ["udocker: udocker setup --nvidia did not set up the GPUs (exit code 0, not trusted): "
+                                 "Error: host nvidia libraries not found"]
+    assert not any("run" in argv[1:3] for _u, argv in fake.calls)
+
+
+def test_udocker_without_a_container_lib_dir_names_the_reason(node, capsys):
+    fake, args = node
+    fake.setup_output = ("Warn: nvidia file in config not found /etc/OpenCL/vendors/nvidia.icd\n"
+                         "Error: destination dir for nvidia libs not found\n")
+    result = run_module(runtime_verify, capsys, runtimes=["udocker"], **args)
+    assert result["failed"]
+    assert result["reasons"] == ["udocker: udocker setup --nvidia did not set up the GPUs (exit code 0, not trusted): "
+                                 "Error: destination dir for nvidia libs not found"]
+
+
+def test_udocker_with_stale_driver_copies_is_set_up_again_and_passes(node, capsys):
+    fake, args = node
+    assert run_module(runtime_verify, capsys, runtimes=["udocker"], **args)["passed"]
+    fake.stale = True  # the node's driver was updated after the container was set up
+    before = len(fake.calls)
+    result = run_module(runtime_verify, capsys, runtimes=["udocker"], **args)
+    assert result["passed"] and result["changed"], result
+    assert result["runtimes"]["udocker"]["nvidia_setup"] is True
+    verbs = [[a for a in argv[1:] if a != "-q"][:2] for _u, argv in fake.calls[before:]]
+    verbs = [verb for verb in verbs if verb[0] in ("setup", "run")]
+    assert verbs == [["setup", "hpc-verify-%s" % result["image"]["udocker_container"][-12:]], ["run", "--hostauth"],
+                     ["setup", "--nvidia"], ["run", "--hostauth"]]
+
+
+def test_udocker_on_a_node_without_gpus_is_not_set_up(node, capsys):
+    fake, args = node
+    args["gpu_facts"] = {"present": False, "gpus": []}
+    result = run_module(runtime_verify, capsys, runtimes=["udocker"], **args)
+    assert result["passed"] and result["runtimes"]["udocker"]["gpus"]["reason"] == "the node has no GPU"
+    assert not any("setup" in argv for _u, argv in fake.calls)
