@@ -28,7 +28,7 @@ description:
     the GPUs are reported as not checked, with the reason.
   - GPUs through udocker. On a node with GPUs the user's udocker container is set up with C(udocker setup
     --nvidia) (it copies the node's driver libraries and tools, C(nvidia-smi) among them, into the container;
-    C(/dev) is the node's) when C(udocker setup) says C(nvidiamode: False). Its exit code cannot be trusted: it
+    C(/dev) is the node's) when C(udocker setup) says the container's C(nvidiamode) is C(False). Its exit code cannot be trusted; it
     set the container up only when it printed C(nvidia mode set), which it prints after copying the libraries
     (C(Error:) lines about optional files such as C(/etc/vulkan/icd.d) may come beside it); otherwise the runtime
     fails with its C(Error:) lines. The GPUs are then checked as for podman. When they do not match and the
@@ -340,8 +340,8 @@ def verify_runtime(module, run, runtime, account, names, tar, gpu_facts, cdi_spe
             return _failed(runtime, error, result)
 
     verdict = _run_report(run, runtime, argv, as_user, account, home_file, gpu_facts, check_gpus, not_checked)
-    if nvidia and not result["nvidia_setup"] and any(r.startswith(("%s: GPUs:" % runtime, "%s: driver:" % runtime))
-                                                        for r in verdict["reasons"]):
+    gpu_problem = any(r.startswith(("%s: GPUs:" % runtime, "%s: driver:" % runtime)) for r in verdict["reasons"])
+    if nvidia and not result["nvidia_setup"] and gpu_problem:
         # Set up by an earlier run: its copies of the driver may be stale. Once more, freshly set up.
         result["nvidia_setup"], error = _udocker_nvidia(run, tool, names["udocker_container"], force=True)
         if error:
