@@ -31,6 +31,7 @@ LSB_SAMPLES = FIXTURES / "lsb_applications"
 # tests/adversarial/conftest.py installs the collection loader.
 from ansible.module_utils import _internal as module_utils_internal
 from ansible.module_utils.common import warnings as module_warnings
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.module_utils.test_lsf_applications import lsb_read
 from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import (
     run_module,
     warning_texts,
@@ -298,33 +299,6 @@ def test_hostile_lsf_conf_name_is_refused(tmp_path, capsys, name):
     assert res.get("failed") is True, res
     assert res["msg"].startswith("%s: " % path) and repr(name)[1:-1] in res["msg"], res["msg"]
     assert path.read_text() == CONF and not (tmp_path / "canary").exists()
-
-
-def lsb_read(text):
-    """An independent reader doing what mbatchd's lsb reader does: cut each
-    line at '#', join a line ending in '\\' with the next (the backslash
-    dropped), collect KEY = value per profile."""
-    profiles = []
-    current = None
-    pending = ""
-    for raw in text.replace("\r\n", "\n").split("\n"):
-        line = pending + raw.split("#", 1)[0]
-        if "#" not in raw and line.rstrip(" \t").endswith("\\"):
-            pending = line.rstrip(" \t")[:-1]
-            continue
-        pending = ""
-        words = line.split()
-        if not words:
-            continue
-        if words[0].lower() == "begin":
-            current = {}
-        elif words[0].lower() == "end":
-            profiles.append(current)
-            current = None
-        else:
-            key, value = line.split("=", 1)
-            current[key.strip().upper()] = value.strip()
-    return {p["NAME"]: p for p in profiles}
 
 
 LONG = " ".join("word%d" % i for i in range(400))

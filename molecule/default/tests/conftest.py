@@ -7,6 +7,7 @@ scenario inventory); `host` is testinfra's fixture for the node under test.
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -51,3 +52,15 @@ def groups(host):
 def lsf_bin_dir(host):
     arch = host.system_info.arch
     return "%s/10.1/%s" % (LSF_TOP, BIN_TYPES[arch])
+
+
+def adhoc(node, module, args=None, become=False):
+    """One module run ad hoc on ``node`` with the scenario's inventory; (rc, the module's result)."""
+    argv = [ansible_tool("ansible"), "-i", os.environ["MOLECULE_INVENTORY_FILE"], node, "-m", module]
+    argv += (["-a", json.dumps(args)] if args else []) + (["--become"] if become else [])
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=dict(
+        os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json"))
+    start = proc.stdout.find("{")
+    assert start >= 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report, dummy = json.JSONDecoder().raw_decode(proc.stdout[start:])
+    return proc.returncode, report["plays"][0]["tasks"][0]["hosts"][node]

@@ -13,7 +13,6 @@ as NVIDIA's runtime does.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 import testinfra
 import testinfra.utils.ansible_runner
-from conftest import LSF_ENVDIR, CLUSTER, ansible_tool, stub_calls
+from conftest import LSF_ENVDIR, CLUSTER, adhoc, ansible_tool, stub_calls
 
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
@@ -56,19 +55,6 @@ def _run(argv):
     return subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
 
 
-def _adhoc(node, module, args=None, become=False):
-    """One module run ad hoc on ``node``; (rc, result)."""
-    argv = [ansible_tool("ansible"), "-i", INVENTORY, node, "-m", module] + (["-a", json.dumps(args)] if args else [])
-    if become:
-        argv.append("--become")
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=dict(
-        os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json"))
-    start = proc.stdout.find("{")
-    assert start >= 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    report, dummy = json.JSONDecoder().raw_decode(proc.stdout[start:])
-    return proc.returncode, report["plays"][0]["tasks"][0]["hosts"][node]
-
-
 def _bsub(node, *args):
     """An interactive job submitted by lsfadmin in a login shell on ``node``: (stdout, the stub's job record)."""
     host = _node(node)
@@ -93,7 +79,7 @@ def _seen(stdout):
 
 @pytest.mark.parametrize("node", GPU_NODES)
 def test_gpu_facts_report_each_nodes_own_gpus(node):
-    rc, result = _adhoc(node, "hpc.gpu_containers.gpu_facts")
+    rc, result = adhoc(node, "hpc.gpu_containers.gpu_facts")
     facts = result["gpu_facts"]
     want = recorded(node)
     assert rc == 0 and facts["present"] is True, facts
@@ -116,7 +102,7 @@ def test_the_gpu_nodes_differ():
 
 @pytest.mark.parametrize("node", CPU_NODES)
 def test_a_node_without_driver_is_a_normal_answer(node):
-    rc, result = _adhoc(node, "hpc.gpu_containers.gpu_facts")
+    rc, result = adhoc(node, "hpc.gpu_containers.gpu_facts")
     assert rc == 0 and result["gpu_facts"]["present"] is False
     assert "libnvidia-ml.so.1 not found" in result["gpu_facts"]["reason"]
 
@@ -162,14 +148,14 @@ def test_a_profile_that_leaks_every_gpu_fails_verification():
     image = "%s:5000/hpc/verify:1" % RUNNER.get_hosts("registry")[0]
     options = ["--runtime=nvidia", "--env=NVIDIA_VISIBLE_DEVICES=all", "--rm", "--network=host"]
     leaky = {"name": "powerai_leaky", "container": {"runtime": "docker", "image": image, "options": options}}
-    rc, result = _adhoc(master, "hpc.gpu_containers.lsf_application",
-                        {"path": LSB_APPLICATIONS, "profiles": [leaky]}, become=True)
+    rc, result = adhoc(master, "hpc.gpu_containers.lsf_application",
+                       {"path": LSB_APPLICATIONS, "profiles": [leaky]}, become=True)
     assert rc == 0 and result["changed"] is True, result
     try:
-        rc, gpu_facts = _adhoc(node, "hpc.gpu_containers.gpu_facts")
-        rc, result = _adhoc(node, "hpc.gpu_containers.container_verify",
-                            {"image": image, "gpu_facts": gpu_facts["gpu_facts"], "lsf": {"app": "powerai_leaky"},
-                             "fail_on_mismatch": False}, become=True)
+        rc, gpu_facts = adhoc(node, "hpc.gpu_containers.gpu_facts")
+        rc, result = adhoc(node, "hpc.gpu_containers.container_verify",
+                           {"image": image, "gpu_facts": gpu_facts["gpu_facts"], "lsf": {"app": "powerai_leaky"},
+                            "fail_on_mismatch": False}, become=True)
         assert rc == 0 and result["passed"] is False, result
         count = len(recorded(node)["gpus"])
         assert result["reasons"] == ["LSF: isolation: a job that LSF allocated 1 GPU(s) sees %d (every GPU of the "
@@ -177,9 +163,9 @@ def test_a_profile_that_leaks_every_gpu_fails_verification():
         # the all-GPU job itself passed: only the isolation check tells
         assert result["lsf"]["gpus"]["container"] == count
     finally:
-        rc, result = _adhoc(master, "hpc.gpu_containers.lsf_application",
-                            {"path": LSB_APPLICATIONS, "profiles": [{"name": "powerai_leaky", "state": "absent"}]},
-                            become=True)
+        rc, result = adhoc(master, "hpc.gpu_containers.lsf_application",
+                           {"path": LSB_APPLICATIONS, "profiles": [{"name": "powerai_leaky", "state": "absent"}]},
+                           become=True)
         assert rc == 0 and result["changed"] is True
 
 

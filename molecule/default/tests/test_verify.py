@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import testinfra
 import testinfra.utils.ansible_runner
-from conftest import ansible_tool, stub_calls
+from conftest import adhoc, ansible_tool, stub_calls
 
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
@@ -74,13 +74,8 @@ def _node(name):
 
 
 def _verify_module(node, **args):
-    """container_verify run ad hoc on one node; returns the module's JSON result."""
-    proc = _run([ansible_tool("ansible"), "-i", INVENTORY, node, "--become", "-m", "hpc.gpu_containers.container_verify",
-                 "-a", json.dumps(args)], ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
-    start = proc.stdout.find("{")
-    assert start >= 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    report, dummy = json.JSONDecoder().raw_decode(proc.stdout[start:])
-    return proc.returncode, report["plays"][0]["tasks"][0]["hosts"][node]
+    """container_verify run ad hoc on one node; returns (rc, the module's result)."""
+    return adhoc(node, "hpc.gpu_containers.container_verify", args, become=True)
 
 
 def _bsub_calls(node):
