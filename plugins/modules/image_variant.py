@@ -24,9 +24,13 @@ description:
   - "Among the variants that fit, the first difference in this order decides: one that uses the GPU; one
     that runs every GPU without PTX JIT; the higher C(cpu_level); the higher C(cuda); the higher C(driver);
     the higher lowest listed compute capability; the one listed first."
-  - Reads only; changes nothing on the node.
+  - Changes nothing on the node, unless O(platform_file) or O(catalogue_file) is set - then it writes the
+    node's platform and the catalogue as the JSON files that the node's command (see the notes) reads at job
+    start, each through the collection's file-edit transaction (check mode, diff, backup).
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
+extends_documentation_fragment:
+  - hpc.gpu_containers.file_edit
 options:
   catalogue:
     description:
@@ -65,20 +69,35 @@ options:
       - Ignored without O(image).
     type: bool
     default: true
+  platform_file:
+    description:
+      - Write the node's platform (RV(platform)) to this file as canonical JSON (sorted keys, one trailing
+        newline), mode C(0644), creating it when missing. The node's command reads it from
+        C(/etc/hpc-gpu-containers/platform.json) unless told otherwise.
+      - Written even when no variant fits, so that the node's command can say why at job start.
+    type: path
+    version_added: 0.2.0
+  catalogue_file:
+    description:
+      - Write the validated O(catalogue) to this file as canonical JSON, mode C(0644), creating it when
+        missing. The node's command reads it from C(/etc/hpc-gpu-containers/images.json) unless told otherwise.
+    type: path
+    version_added: 0.2.0
 attributes:
   check_mode:
     support: full
-    description: Only computes; runs the same in check mode.
+    description: Computes the same; with O(platform_file) or O(catalogue_file) it predicts the exact change and writes nothing.
   diff_mode:
-    support: none
-    description: Changes nothing, so there is nothing to diff.
+    support: full
+    description: With O(platform_file) or O(catalogue_file), shows each file before and after.
   platform:
     support: full
     platforms: posix
     description: Any host; it reads only its arguments.
 notes:
   - The same rule is available on a node as a command, C(python3 _image_catalogue.py [--explain] LOGICAL_NAME),
-    which reads the catalogue and the node's platform from JSON files.
+    which reads the catalogue and the node's platform from the JSON files O(catalogue_file) and
+    O(platform_file) write; it exits 3 with the message naming each variant when none fits.
 seealso:
   - module: hpc.gpu_containers.gpu_facts
 """
@@ -121,6 +140,13 @@ EXAMPLES = r"""
     catalogue: "{{ site_image_catalogue }}"
   register: images
 
+- name: The files the node's command reads at job start
+  hpc.gpu_containers.image_variant:
+    gpu_facts: "{{ ansible_facts.gpu_facts }}"
+    catalogue: "{{ site_image_catalogue }}"
+    platform_file: /etc/hpc-gpu-containers/platform.json
+    catalogue_file: /etc/hpc-gpu-containers/images.json
+
 - name: Say which images this node cannot run
   ansible.builtin.debug:
     msg: "{{ images.unresolved }}"
@@ -161,6 +187,11 @@ verdicts:
       cuda12-avx512: "needs x86-64-v4 (node: x86-64-v3)"
       cuda12: chosen
       cuda11-volta: "fits; cuda12 preferred (higher CUDA minimum)"
+backup_file:
+  description: File name to the name of its backup, for each file written with O(backup=true).
+  returned: changed and O(backup=true)
+  type: dict
+  sample: {/etc/hpc-gpu-containers/platform.json: /etc/hpc-gpu-containers/platform.json.2210.2026-01-01@10:00:00~}
 unresolved:
   description: Logical image name to the message saying why no variant fits, naming each variant and its reasons.
   returned: always
@@ -175,6 +206,25 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_catalogue
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+
+
+def write_files(module, files):
+    """Write each (path, text) through the file-edit transaction; changed, diffs and backups of them all."""
+    out = {"changed": False}
+    diffs, backups = [], {}
+    for path, text in files:
+        result = run_edit(module, path, lambda _old, text=text: (text, []), create=True, new_mode=0o644)
+        out["changed"] = out["changed"] or result["changed"]
+        if "diff" in result:
+            diffs.append(result["diff"])
+        if "backup_file" in result:
+            backups[path] = result["backup_file"]
+    if getattr(module, "_diff", False):
+        out["diff"] = diffs
+    if backups:
+        out["backup_file"] = backups
+    return out
 
 
 def main():
@@ -185,6 +235,9 @@ def main():
             gpu_facts=dict(type="dict", required=True),
             node=dict(type="str"),
             fail_on_no_fit=dict(type="bool", default=True),
+            platform_file=dict(type="path"),
+            catalogue_file=dict(type="path"),
+            backup=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -218,6 +271,9 @@ def main():
         verdicts = {variant["name"]: verdict for variant, verdict in others}
         verdicts[chosen["name"]] = "chosen"
         result["verdicts"][name] = {variant["name"]: verdicts[variant["name"]] for variant in catalogue[name]["variants"]}
+    files = [(params["platform_file"], _image_catalogue.render_platform(node_platform)),
+             (params["catalogue_file"], _image_catalogue.render_catalogue(catalogue))]
+    result.update(write_files(module, [(path, text) for path, text in files if path]))
     if params["image"] is not None and params["fail_on_no_fit"] and result["unresolved"]:
         module.fail_json(msg=result["unresolved"][params["image"]], **result)
     module.exit_json(**result)

@@ -39,15 +39,24 @@ options:
   hosts:
     description:
       - Host names (as in the C(HOSTNAME) column, case-insensitive), or the single name C(all) for every row.
+      - Required with O(resources); not with O(host_resources).
     type: list
     elements: str
-    required: true
   resources:
     description:
       - C(RESOURCES) items, such as C(docker), C(!gpu) or C(ngpus=4).
+      - Required with O(hosts); not with O(host_resources).
     type: list
     elements: str
-    required: true
+  host_resources:
+    description:
+      - Where hosts differ, per host its resources in one edit, instead of O(hosts) and O(resources) - host name
+        to a mapping of resource name to value. A number or a word gives the static value C(name=value); V(true)
+        the Boolean item C(name); V(false) or V(null) removes the resource from the host's row. Names a host's
+        mapping leaves out are not touched.
+      - Only with O(state=present). O(create_missing), O(model), O(type) and O(server) apply as with O(hosts).
+    type: dict
+    version_added: 0.2.0
   state:
     description:
       - C(present) adds the items, C(absent) removes items with these names (in any form).
@@ -90,6 +99,13 @@ EXAMPLES = r"""
     resources: [docker]
     create_missing: true
 
+- name: Each node's platform as static values, removing what a node no longer has
+  hpc.gpu_containers.lsf_host:
+    path: /opt/lsf/conf/lsf.cluster.cluster1
+    host_resources:
+      gpu01: {cuda_version: 12020, compute_cap_min: 70, x86_64_level: 3}
+      gpu02: {cuda_version: 12020, compute_cap_min: 80, x86_64_level: null}
+
 - name: Take docker away from every host
   hpc.gpu_containers.lsf_host:
     path: /opt/lsf/conf/lsf.cluster.cluster1
@@ -129,12 +145,45 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections i
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
 
 
+def host_resource_groups(host_resources):
+    """host -> {name: value} as edits: [(hosts, items to set, names to remove)], hosts with the same edit together.
+
+    ValueError names the host and the resource that cannot be a RESOURCES item.
+    """
+    groups = {}
+    for host, wanted in host_resources.items():
+        check_host_name(host)
+        if not isinstance(wanted, dict):
+            raise ValueError("host_resources: %s must map resource names to values, not %r" % (host, wanted))
+        present, absent = [], []
+        for name, value in sorted(wanted.items()):
+            if value is None or value is False:
+                absent.append(name)
+                item = name
+            elif value is True:
+                present.append(name)
+                item = name
+            elif isinstance(value, (int, float, str)):
+                item = "%s=%s" % (name, value)
+                present.append(item)
+            else:
+                raise ValueError("host_resources: %s: %s must be a number, a word, true, false or null, not %r"
+                                 % (host, name, value))
+            try:
+                check_host_resource(item)
+            except ValueError as err:
+                raise ValueError("host_resources: %s: %s" % (host, err))
+        groups.setdefault((tuple(present), tuple(absent)), []).append(host)
+    return [(hosts, list(present), list(absent)) for (present, absent), hosts in groups.items()]
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True, aliases=["dest"]),
-            hosts=dict(type="list", elements="str", required=True),
-            resources=dict(type="list", elements="str", required=True),
+            hosts=dict(type="list", elements="str"),
+            resources=dict(type="list", elements="str"),
+            host_resources=dict(type="dict"),
             state=dict(type="str", default="present", choices=["present", "absent"]),
             create_missing=dict(type="bool", default=False),
             model=dict(type="str"),
@@ -142,17 +191,26 @@ def main():
             server=dict(type="int", choices=[0, 1]),
             backup=dict(type="bool", default=False),
         ),
+        required_one_of=[("hosts", "host_resources")],
+        required_together=[("hosts", "resources")],
+        mutually_exclusive=[("host_resources", "hosts"), ("host_resources", "resources")],
         supports_check_mode=True,
     )
     p = module.params
     path = p["path"]
-    hosts = p["hosts"]
+    hosts = p["hosts"] or []
     every = [h.lower() for h in hosts] == ["all"]
     try:
+        if p["host_resources"] is not None:
+            if p["state"] != "present":
+                raise ValueError("host_resources works with state=present only (false or null removes a resource)")
+            edits = host_resource_groups(p["host_resources"])
+        else:
+            edits = [("all" if every else hosts, p["resources"], [])]
         if not every:
             for host in hosts:
                 check_host_name(host)
-        for item in p["resources"]:
+        for item in p["resources"] or []:
             check_host_resource(item)
         for opt in ("model", "type"):
             value = p[opt]
@@ -164,14 +222,21 @@ def main():
     outcome = {}
 
     def compute(text):
+        changed, created, warnings = [], [], []
         with model_errors(path, LsfSyntaxError):
-            new_text, changed, created, warnings = edit_hosts(
-                text, "all" if every else hosts, p["resources"], state=p["state"],
-                create_missing=p["create_missing"], model=p["model"], host_type=p["type"],
-                server=p["server"])
+            for targets, items, removed in edits:
+                steps = [(items, p["state"])] if items or not removed else []
+                steps += [(removed, "absent")] if removed else []
+                for resources, state in steps:
+                    text, step_changed, step_created, step_warnings = edit_hosts(
+                        text, targets, resources, state=state, create_missing=p["create_missing"],
+                        model=p["model"], host_type=p["type"], server=p["server"])
+                    changed += [h for h in step_changed if h not in changed]
+                    created += [h for h in step_created if h not in created]
+                    warnings += [w for w in step_warnings if w not in warnings]
         outcome["changed_hosts"] = changed
         outcome["created_hosts"] = created
-        return new_text, warnings
+        return text, warnings
 
     result = run_edit(module, path, compute)
     result.update(outcome)

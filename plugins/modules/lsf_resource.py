@@ -10,7 +10,8 @@ DOCUMENTATION = r"""
 module: lsf_resource
 short_description: Define or remove a resource in the Resource section of IBM Spectrum LSF lsf.shared
 description:
-  - Adds, updates or removes one row of the C(Resource) section of C(lsf.shared).
+  - Adds, updates or removes one row of the C(Resource) section of C(lsf.shared), or several in one edit
+    (O(resources)).
   - A new row is rendered against the file's own header (its columns, in its order, aligned with the
     existing rows); columns the request does not set are written empty (C(()), or C(-) where the file
     uses that). When the file has no C(Resource) section one is appended.
@@ -37,8 +38,16 @@ options:
   name:
     description:
       - The resource name (C(RESOURCENAME) column), case-sensitive.
+      - Required unless O(resources) is given.
     type: str
-    required: true
+  resources:
+    description:
+      - Several resources in one edit, instead of O(name) and its attributes. Each entry takes the keys
+        C(name) (required), C(state), C(type), C(interval), C(increasing), C(consumable), C(release) and
+        C(description), as the options of the same names do for one resource.
+    type: list
+    elements: dict
+    version_added: 0.2.0
   state:
     description:
       - C(present) adds or updates the row, C(absent) removes every row with this name.
@@ -88,6 +97,13 @@ EXAMPLES = r"""
     type: Boolean
     description: Docker container
 
+- name: The static Numeric resources that describe each node's platform, in one edit
+  hpc.gpu_containers.lsf_resource:
+    path: /opt/lsf/conf/lsf.shared
+    resources:
+      - {name: cuda_version, type: Numeric, increasing: false, description: newest CUDA the driver supports}
+      - {name: compute_cap_min, type: Numeric, increasing: false, description: lowest GPU compute capability}
+
 - name: Remove a resource
   hpc.gpu_containers.lsf_resource:
     path: /opt/lsf/conf/lsf.shared
@@ -100,7 +116,7 @@ resource:
   description:
     - The resource row after the edit, keyed by lower-case column name; empty columns are empty
       strings, columns the header lacks are C(null). C(null) when the resource is absent.
-  returned: always
+  returned: with O(name)
   type: dict
   sample:
     resourcename: docker
@@ -110,6 +126,13 @@ resource:
     consumable: null
     release: null
     description: Docker container
+resources:
+  description: With O(resources), each resource's row after the edit (as RV(resource)), by name.
+  returned: with O(resources)
+  type: dict
+  version_added: 0.2.0
+  sample: {cuda_version: {resourcename: cuda_version, type: Numeric, interval: "", increasing: N,
+                          description: newest CUDA the driver supports}}
 backup_file:
   description: Name of the backup file, when one was written.
   returned: changed and O(backup=true)
@@ -129,11 +152,42 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit im
 SPEC_KEYS = ("type", "interval", "increasing", "consumable", "release", "description")
 
 
+def requests(params):
+    """[(name, state, spec)] of one resource (O(name)) or several (O(resources)); ValueError when one is bad."""
+    if params["resources"] is None:
+        entries = [dict({k: params[k] for k in SPEC_KEYS}, name=params["name"], state=params["state"])]
+    else:
+        entries = params["resources"]
+    out, seen = [], set()
+    for index, entry in enumerate(entries):
+        where = "resources[%d]" % index if params["resources"] is not None else "resource"
+        unknown = sorted(set(entry) - set(SPEC_KEYS) - {"name", "state"})
+        if unknown:
+            raise ValueError("%s: unknown key(s) %s (known: name, state, %s)" % (where, ", ".join(unknown), ", ".join(SPEC_KEYS)))
+        name, state = entry.get("name"), entry.get("state") or "present"
+        if not isinstance(name, str) or not name:
+            raise ValueError("%s: name is required" % where)
+        if name in seen:
+            raise ValueError("%s: %s is given twice" % (where, name))
+        seen.add(name)
+        if state not in ("present", "absent"):
+            raise ValueError("%s: state must be present or absent, not %r" % (where, state))
+        spec = {k: entry.get(k) for k in SPEC_KEYS}
+        if state == "present":
+            try:
+                resource_request(spec)
+            except ValueError as err:
+                raise ValueError("%s (%s): %s" % (where, name, err))
+        out.append((name, state, spec))
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True, aliases=["dest"]),
-            name=dict(type="str", required=True),
+            name=dict(type="str"),
+            resources=dict(type="list", elements="dict"),
             state=dict(type="str", default="present", choices=["present", "absent"]),
             type=dict(type="str", choices=["Boolean", "Numeric", "String"]),
             interval=dict(type="int"),
@@ -143,25 +197,34 @@ def main():
             description=dict(type="str"),
             backup=dict(type="bool", default=False),
         ),
+        required_one_of=[("name", "resources")],
+        mutually_exclusive=[("name", "resources")] + [("resources", key) for key in SPEC_KEYS],
         supports_check_mode=True,
     )
     path = module.params["path"]
-    name = module.params["name"]
-    state = module.params["state"]
-    spec = {k: module.params[k] for k in SPEC_KEYS}
-    if state == "present":
-        try:
-            resource_request(spec)
-        except ValueError as err:
-            module.fail_json(msg="%s: %s" % (path, err), path=path)
+    try:
+        wanted = requests(module.params)
+    except ValueError as err:
+        module.fail_json(msg="%s: %s" % (path, err), path=path)
 
     outcome = {}
 
     def compute(text):
+        rows, warnings = {}, []
         with model_errors(path, LsfSyntaxError):
-            new_text, row, warnings = edit_resource(text, name, state=state, **spec)
-        outcome["resource"] = row
-        return new_text, warnings
+            for index, (name, state, spec) in enumerate(wanted):
+                try:
+                    text, rows[name], step_warnings = edit_resource(text, name, state=state, **spec)
+                except ValueError as err:
+                    if module.params["resources"] is None or isinstance(err, LsfSyntaxError):
+                        raise
+                    raise ValueError("resources[%d] (%s): %s" % (index, name, err))
+                warnings += step_warnings
+        if module.params["resources"] is None:
+            outcome["resource"] = rows[module.params["name"]]
+        else:
+            outcome["resources"] = rows
+        return text, warnings
 
     result = run_edit(module, path, compute)
     result.update(outcome)

@@ -3,6 +3,7 @@
 """image_variant through AnsibleModule: the test bed's gpu01/gpu02 facts, one or every logical
 image, no fit (failing or reported), bad input, check mode, and documentation = argument_spec."""
 
+import io
 import json
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.hpc.gpu_containers.plugins.doc_fragments.file_edit import ModuleDocFragment as FileEditFragment
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_catalogue
 from ansible_collections.hpc.gpu_containers.plugins.modules import image_variant
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
@@ -133,7 +136,8 @@ def test_documentation_matches_the_argument_spec(monkeypatch):
     with pytest.raises(SystemExit):
         image_variant.main()
     doc = yaml.safe_load(image_variant.DOCUMENTATION)
-    options = doc["options"]
+    assert doc["extends_documentation_fragment"] == ["hpc.gpu_containers.file_edit"]
+    options = dict(yaml.safe_load(FileEditFragment.DOCUMENTATION)["options"], **doc["options"])
     assert set(options) == set(captured["spec"])
     for name, spec in captured["spec"].items():
         assert options[name]["type"] == spec["type"], name
@@ -142,5 +146,47 @@ def test_documentation_matches_the_argument_spec(monkeypatch):
     assert captured["check_mode"] is True and doc["attributes"]["check_mode"]["support"] == "full"
     assert doc["version_added"] == "0.2.0"
     returned = yaml.safe_load(image_variant.RETURN)
-    assert set(returned) == {"platform", "variants", "chosen", "verdicts", "unresolved"}
+    assert set(returned) == {"platform", "variants", "chosen", "verdicts", "unresolved", "backup_file"}
     yaml.safe_load(image_variant.EXAMPLES)
+
+
+def test_the_files_the_node_command_reads_are_written_then_left_alone(capsys, tmp_path):
+    platform_file, catalogue_file = tmp_path / "platform.json", tmp_path / "images.json"
+    args = dict(catalogue=CATALOGUE, gpu_facts=facts("gpu02"), node="gpu02", platform_file=str(platform_file),
+                catalogue_file=str(catalogue_file))
+    checked = run(capsys, _ansible_check_mode=True, _ansible_diff=True, **args)
+    assert checked["changed"] is True and not platform_file.exists() and not catalogue_file.exists()
+    assert [d["after_header"] for d in checked["diff"]] == ["%s (content)" % platform_file, "%s (content)" % catalogue_file]
+    first = run(capsys, **args)
+    assert first["changed"] is True and "diff" not in first
+    assert json.loads(platform_file.read_text()) == first["platform"]
+    assert platform_file.stat().st_mode & 0o777 == 0o644 and catalogue_file.stat().st_mode & 0o777 == 0o644
+    # the node's command reads them back and picks what the module picked
+    out, err = io.StringIO(), io.StringIO()
+    assert _image_catalogue.main(["--catalogue", str(catalogue_file), "--platform", str(platform_file), "--node",
+                                  "gpu02", "powerai"], out, err) == 0
+    assert out.getvalue() == first["variants"]["powerai"] + "\n"
+    again = run(capsys, **args)
+    assert again["changed"] is False
+
+
+def test_a_changed_node_or_catalogue_rewrites_its_file_with_a_diff_and_backup(capsys, tmp_path):
+    platform_file, catalogue_file = tmp_path / "platform.json", tmp_path / "images.json"
+    args = dict(catalogue=CATALOGUE, gpu_facts=facts("gpu02"), node="gpu02", platform_file=str(platform_file),
+                catalogue_file=str(catalogue_file))
+    run(capsys, **args)
+    catalogue_before = catalogue_file.read_text()
+    args["gpu_facts"] = facts("gpu02", nodes.AVX512)
+    res = run(capsys, _ansible_diff=True, backup=True, **args)
+    assert res["changed"] is True and list(res["backup_file"]) == [str(platform_file)]
+    (diff,) = [d for d in res["diff"] if d["before"] != d["after"]]
+    assert '"x86-64-v3"' in diff["before"] and '"x86-64-v4"' in diff["after"]
+    assert catalogue_file.read_text() == catalogue_before
+
+
+def test_the_platform_file_is_written_even_when_no_variant_fits(capsys, tmp_path):
+    platform_file = tmp_path / "platform.json"
+    res = run(capsys, catalogue=CATALOGUE, image="hopper-only", gpu_facts=facts("gpu01"), node="gpu01",
+              platform_file=str(platform_file))
+    assert res["failed"] is True and "no variant fits gpu01" in res["msg"]
+    assert json.loads(platform_file.read_text()) == res["platform"]

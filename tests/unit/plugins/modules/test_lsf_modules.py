@@ -209,3 +209,74 @@ def test_lsf_resource_refuses_names_that_break_the_section(tmp_path, capsys, nam
     res = run_module(lsf_resource, capsys, path=str(path), name=name, description="x")
     assert res["failed"] is True and fragment in res["msg"], res["msg"]
     assert path.read_bytes() == before
+
+
+def test_lsf_host_per_host_resources_in_one_edit(tmp_path, capsys):
+    """Each node's own static values (its platform): set, changed, removed, Boolean; other items kept."""
+    path = sample(tmp_path, "tmetsch__docker_compose_openlava__lsf.cluster.openlava", "lsf.cluster.openlava")
+    check_then_run(lsf_host, capsys, path, hosts=["node1"], resources=["docker"])
+    res = check_then_run(lsf_host, capsys, path, host_resources={
+        "node1": {"cuda_version": 12020, "compute_cap_min": 70, "x86_64_level": 3, "gpu": True},
+        "node2": {"cuda_version": 12020, "compute_cap_min": 80, "x86_64_level": None},
+        "node3": {"cuda_version": 12020, "compute_cap_min": 80, "x86_64_level": None},
+    })
+    assert sorted(res["changed_hosts"]) == ["node1", "node2", "node3"] and res["created_hosts"] == []
+    text = path.read_text()
+    assert "(docker compute_cap_min=70 cuda_version=12020 gpu x86_64_level=3)\n" in text
+    assert text.count("(compute_cap_min=80 cuda_version=12020)\n") == 2
+    # a driver update on node1 and a node that lost its level: values replaced and removed in place
+    res = check_then_run(lsf_host, capsys, path, host_resources={
+        "node1": {"cuda_version": 12040, "x86_64_level": None, "gpu": False}})
+    assert res["changed_hosts"] == ["node1"]
+    assert "(docker compute_cap_min=70 cuda_version=12040)\n" in path.read_text()
+
+
+@pytest.mark.parametrize("args,msg", [
+    (dict(host_resources={"node1": {"cuda version": 1}}), "node1: "),
+    (dict(host_resources={"node1": {"cuda_version": "12.2 x"}}), "node1: "),
+    (dict(host_resources={"node1": {"cuda_version": [1]}}), "must be a number, a word, true, false or null"),
+    (dict(host_resources={"node1": ["docker"]}), "node1 must map resource names to values"),
+    (dict(host_resources={"node1": {"docker": True}}, state="absent"), "state=present only"),
+    (dict(host_resources={"node1": {"docker": True}}, hosts=["node1"], resources=["x"]), "mutually exclusive"),
+    (dict(hosts=["node1"]), "parameters are required together"),
+])
+def test_lsf_host_per_host_resources_bad_requests(tmp_path, capsys, args, msg):
+    path = sample(tmp_path, "tmetsch__docker_compose_openlava__lsf.cluster.openlava", "lsf.cluster.openlava")
+    before = path.read_bytes()
+    res = run_module(lsf_host, capsys, path=str(path), **args)
+    assert res["failed"] is True and msg in res["msg"], res["msg"]
+    assert path.read_bytes() == before
+
+
+def test_lsf_resource_several_in_one_edit(tmp_path, capsys):
+    path = sample(tmp_path, "Azure__cyclecloud-lsf__lsf.shared.erb", "lsf.shared")
+    wanted = [{"name": "cuda_version", "type": "Numeric", "increasing": False, "description": "newest CUDA"},
+              {"name": "compute_cap_min", "type": "Numeric", "increasing": False, "description": "lowest GPU cc"},
+              {"name": "docker", "type": "Boolean", "description": "Docker container"}]
+    res = check_then_run(lsf_resource, capsys, path, resources=wanted)
+    assert list(res["resources"]) == ["cuda_version", "compute_cap_min", "docker"] and "resource" not in res
+    assert res["resources"]["cuda_version"]["type"] == "Numeric" and res["resources"]["cuda_version"]["increasing"] == "N"
+    text = path.read_text()
+    assert text.index("cuda_version") < text.index("compute_cap_min") < text.index("(Docker container)")
+    res = check_then_run(lsf_resource, capsys, path, resources=[{"name": "cuda_version", "state": "absent"},
+                                                                {"name": "compute_cap_min", "state": "absent"},
+                                                                {"name": "docker", "state": "absent"}])
+    assert res["resources"] == {"cuda_version": None, "compute_cap_min": None, "docker": None}
+    assert path.read_bytes() == (SAMPLES / "Azure__cyclecloud-lsf__lsf.shared.erb").read_bytes()
+
+
+@pytest.mark.parametrize("args, msg", [
+    (dict(resources=[{"name": "x", "description": "x"}, {"name": "mem", "description": "m"}]), "resources[1] (mem): "),
+    (dict(resources=[{"name": "x", "description": "x", "colour": "red"}]), "resources[0]: unknown key(s) colour"),
+    (dict(resources=[{"description": "x"}]), "resources[0]: name is required"),
+    (dict(resources=[{"name": "x", "description": "x"}, {"name": "x", "state": "absent"}]), "x is given twice"),
+    (dict(resources=[{"name": "x", "state": "gone"}]), "state must be present or absent"),
+    (dict(resources=[{"name": "x", "description": "x"}], type="Numeric"), "mutually exclusive"),
+    (dict(), "one of the following is required"),
+])
+def test_lsf_resource_several_bad_requests_change_nothing(tmp_path, capsys, args, msg):
+    path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.shared", "lsf.shared")
+    before = path.read_bytes()
+    res = run_module(lsf_resource, capsys, path=str(path), **args)
+    assert res["failed"] is True and msg in res["msg"], res["msg"]
+    assert path.read_bytes() == before
