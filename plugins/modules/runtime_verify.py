@@ -301,7 +301,9 @@ def _run_report(run, runtime, argv, as_user, account, home_file, gpu_facts, chec
 
 
 def _failed(runtime, reason, result):
-    verdict = {"passed": False, "uid": None, "architecture": None, "gpus": None, "reasons": ["%s: %s" % (runtime, reason)]}
+    """The verdict of a runtime whose report never ran (``seconds`` null)."""
+    verdict = {"passed": False, "uid": None, "architecture": None, "gpus": None, "seconds": None,
+               "reasons": ["%s: %s" % (runtime, reason)]}
     verdict.update(result)
     return verdict
 
@@ -309,7 +311,7 @@ def _failed(runtime, reason, result):
 def verify_runtime(module, run, runtime, account, names, tar, gpu_facts, cdi_spec):
     """Import when needed, run the report, read the home file's owner on the host, judge."""
     home_file = os.path.join(account.pw_dir, ".hpc-verify-%s" % runtime)
-    result = {"imported": False, "seconds": None}
+    result = {"imported": False}
     has_gpus = bool(gpu_facts and gpu_facts.get("present") and gpu_facts.get("gpus"))
     if runtime == "udocker":
         tool = module.get_bin_path("udocker", opt_dirs=["/usr/local/bin"])
@@ -347,7 +349,6 @@ def verify_runtime(module, run, runtime, account, names, tar, gpu_facts, cdi_spe
         if error:
             return _failed(runtime, error, result)
         verdict = _run_report(run, runtime, argv, as_user, account, home_file, gpu_facts, check_gpus, not_checked)
-    result.pop("seconds")
     verdict.update(result)
     return verdict
 
