@@ -31,11 +31,14 @@ import shlex
 
 from ._verify import compare, go_arch, host_gpus, parse_verify_output
 
-__all__ = ["RUNTIMES", "IDENTITY_SCRIPT", "image_names", "user_shell", "podman_argv", "udocker_argv",
+__all__ = ["RUNTIMES", "SLURM_RUNTIMES", "IDENTITY_SCRIPT", "image_names", "user_shell", "podman_argv",
+           "srun_podman_argv", "udocker_argv",
            "udocker_import_argvs", "udocker_nvidia_argvs", "udocker_nvidia_mode", "udocker_nvidia_problem",
            "parse_identity", "judge"]
 
 RUNTIMES = ("podman", "podman_root", "udocker")
+# Verified only when asked for: the user's rootless podman in a Slurm job step, started by srun-podman.
+SLURM_RUNTIMES = ("podman_srun",)
 
 # $1: the file to create in $HOME (its owner is checked on the host).
 IDENTITY_SCRIPT = ('/verify; B=/bin/busybox; echo "uid=$($B id -u)"; echo "gid=$($B id -g)"; '
@@ -88,6 +91,17 @@ def podman_argv(image, home, home_file, rootless=True, uid=None, gid=None, gpus=
     if gpus:
         argv += ["--device", "nvidia.com/gpu=all"]
     return argv + [image] + _report_command(home_file)
+
+
+def srun_podman_argv(image, home_file, node, gpus=0, srun="srun", srun_podman="srun-podman", partition=None):
+    """The report as a one-task Slurm job step on ``node`` with ``gpus`` GPUs (``--gres=gpu:<n>``), in the
+    container srun-podman starts for the step (the user's rootless podman, the step's GPUs as CDI devices)."""
+    argv = [srun, "--nodes=1", "--ntasks=1", "--nodelist=%s" % node, "--job-name=hpc-verify"]
+    if partition:
+        argv.append("--partition=%s" % partition)
+    if gpus:
+        argv.append("--gres=gpu:%d" % gpus)
+    return argv + [srun_podman, image, "--"] + _report_command(home_file)
 
 
 def udocker_import_argvs(tar, names, udocker="udocker"):

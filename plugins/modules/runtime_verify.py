@@ -18,6 +18,11 @@ description:
     --user=<user>)). The user's commands run in the user's login environment (C(runuser -l)). C($HOME) is
     bind-mounted at its own path; for root's podman the directory holding it (C(/home)) is, onto the rootfs's
     own mount point, since root's podman on fuse-overlayfs storage cannot create a mount point in the image.
+  - V(podman_srun) (only when listed) is the user's rootless podman in a Slurm job step on this node, started by
+    C(srun-podman) (the P(hpc.gpu_containers.slurm_docker#role) role with V(podman) among its engines) -
+    C(srun --nodelist=<node> --gres=gpu:<all> srun-podman <image> -- <report>), run as the user from the node. The
+    step's GPUs reach the container as CDI devices by UUID, so all of the node's must be seen; on a node with
+    more than one GPU a second step given one GPU must see exactly one (RV(runtimes) C(.podman_srun.isolation)).
   - Architecture. The C(uname -m) printed inside must be the node's.
   - Identity. The uid inside must be the user's, and a file the container creates in C($HOME) must belong to
     the user on the host (it is removed afterwards).
@@ -64,7 +69,7 @@ options:
       - The runtimes to verify.
     type: list
     elements: str
-    choices: [podman, podman_root, udocker]
+    choices: [podman, podman_root, udocker, podman_srun]
     default: [podman, podman_root, udocker]
   rootfs:
     description:
@@ -101,6 +106,27 @@ options:
       - A missing user or rootfs always fails.
     type: bool
     default: true
+  slurm:
+    description:
+      - Where and how V(podman_srun) runs its steps.
+    type: dict
+    default: {}
+    version_added: 0.2.0
+    suboptions:
+      node:
+        description: The Slurm node name of this node (default the short host name).
+        type: str
+      partition:
+        description: Partition of the steps; Slurm's default when omitted.
+        type: str
+      srun:
+        description: The srun command.
+        type: str
+        default: srun
+      srun_podman:
+        description: The srun-podman command (searched in C(PATH) and C(/usr/local/bin) when not a path).
+        type: str
+        default: srun-podman
 """
 
 EXAMPLES = r"""
@@ -198,6 +224,12 @@ runtimes:
       description: udocker only, on a node with GPUs; this run set the container up with C(udocker setup --nvidia).
       type: bool
       version_added: 0.2.0
+    isolation:
+      description:
+        - V(podman_srun) only, on a node with more than one GPU whose full step passed - the step given one GPU
+          (C(allocated)) and the device files its container saw (C(seen)).
+      type: dict
+      version_added: 0.2.0
     seconds:
       description: Wall time of the container run.
       type: float
@@ -212,9 +244,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._runtime_verify import (
     RUNTIMES,
+    SLURM_RUNTIMES,
     image_names,
     judge,
+    parse_identity,
     podman_argv,
+    srun_podman_argv,
     udocker_argv,
     udocker_import_argvs,
     udocker_nvidia_argvs,
@@ -308,6 +343,34 @@ def _failed(runtime, reason, result):
     return verdict
 
 
+def _srun_tools(module, slurm):
+    """srun and srun-podman, or why the step cannot run."""
+    srun = module.get_bin_path(slurm["srun"]) if "/" not in slurm["srun"] else slurm["srun"]
+    srun_podman = slurm["srun_podman"]
+    if "/" not in srun_podman:
+        srun_podman = module.get_bin_path(srun_podman, opt_dirs=["/usr/local/bin"]) or srun_podman
+    if not srun or not os.access(srun, os.X_OK):
+        return None, "%s (Slurm's client) is not installed" % slurm["srun"]
+    if not os.access(srun_podman, os.X_OK):
+        return None, "%s is not installed (the slurm_docker role with podman among its engines)" % srun_podman
+    return (srun, srun_podman), None
+
+
+def _one_gpu_step(run, names, home_file, slurm, tools, node):
+    """A step given one GPU must see exactly one: ``{allocated, seen, reasons}``."""
+    argv = srun_podman_argv(names["podman"], home_file, node, 1, tools[0], tools[1], slurm["partition"])
+    rc, out, err = run(argv)
+    if os.path.lexists(home_file):
+        os.unlink(home_file)
+    seen = parse_identity(out)["nvidia_devices"] or []
+    reasons = []
+    if rc != 0:
+        reasons.append("podman_srun: the one-GPU step exited with %s: %s" % (rc, (err or out).strip()[-300:]))
+    elif len(seen) != 1:
+        reasons.append("podman_srun: GPUs: a step given one GPU sees %d (%s)" % (len(seen), " ".join(seen) or "none"))
+    return {"allocated": 1, "seen": seen, "reasons": reasons}
+
+
 def verify_runtime(module, run, runtime, account, names, tar, gpu_facts, cdi_spec):
     """Import when needed, run the report, read the home file's owner on the host, judge."""
     home_file = os.path.join(account.pw_dir, ".hpc-verify-%s" % runtime)
@@ -322,16 +385,26 @@ def verify_runtime(module, run, runtime, account, names, tar, gpu_facts, cdi_spe
         not_checked = None if check_gpus else "no CDI spec at %s (podman is given no GPU)" % cdi_spec
     if tool is None:
         return _failed(runtime, "%s is not installed" % ("udocker" if runtime == "udocker" else "podman"), result)
+    slurm = module.params["slurm"]
+    if runtime == "podman_srun":
+        tools, error = _srun_tools(module, slurm)
+        if error:
+            return _failed(runtime, error, result)
+        node = slurm["node"] or os.uname().nodename.split(".")[0]
 
     if runtime == "udocker":
         imported, error = _udocker_import(run, tool, tar, names)
         argv = udocker_argv(names["udocker_container"], account.pw_name, home_file, tool)
         as_user = True
     else:
-        as_user = runtime == "podman"
+        as_user = runtime != "podman_root"
         imported, error = _podman_import(run, tool, tar, names["podman"], as_user)
-        argv = podman_argv(names["podman"], account.pw_dir, home_file, rootless=as_user, uid=account.pw_uid,
-                           gid=account.pw_gid, gpus=check_gpus and has_gpus, podman=tool)
+        if runtime == "podman_srun":
+            gpus = len(gpu_facts["gpus"]) if check_gpus and has_gpus else 0
+            argv = srun_podman_argv(names["podman"], home_file, node, gpus, tools[0], tools[1], slurm["partition"])
+        else:
+            argv = podman_argv(names["podman"], account.pw_dir, home_file, rootless=as_user, uid=account.pw_uid,
+                               gid=account.pw_gid, gpus=check_gpus and has_gpus, podman=tool)
     result["imported"] = imported
     if error:
         return _failed(runtime, error, result)
@@ -349,6 +422,10 @@ def verify_runtime(module, run, runtime, account, names, tar, gpu_facts, cdi_spe
         if error:
             return _failed(runtime, error, result)
         verdict = _run_report(run, runtime, argv, as_user, account, home_file, gpu_facts, check_gpus, not_checked)
+    if runtime == "podman_srun" and verdict["passed"] and verdict["gpus"]["checked"] and len(gpu_facts["gpus"]) > 1:
+        verdict["isolation"] = _one_gpu_step(run, names, home_file, slurm, tools, node)
+        verdict["reasons"] += verdict["isolation"].pop("reasons")
+        verdict["passed"] = not verdict["reasons"]
     verdict.update(result)
     return verdict
 
@@ -357,13 +434,20 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             user=dict(type="str", required=True),
-            runtimes=dict(type="list", elements="str", choices=list(RUNTIMES), default=list(RUNTIMES)),
+            runtimes=dict(type="list", elements="str", choices=list(RUNTIMES + SLURM_RUNTIMES),
+                          default=list(RUNTIMES)),
             rootfs=dict(type="path", required=True),
             image_name=dict(type="str", default="hpc-verify"),
             gpu_facts=dict(type="dict"),
             cdi_spec=dict(type="path", default="/etc/cdi/nvidia.yaml"),
             timeout=dict(type="int", default=120),
             fail_on_mismatch=dict(type="bool", default=True),
+            slurm=dict(type="dict", default={}, options=dict(
+                node=dict(type="str"),
+                partition=dict(type="str"),
+                srun=dict(type="str", default="srun"),
+                srun_podman=dict(type="str", default="srun-podman"),
+            )),
         ),
         supports_check_mode=True,
     )

@@ -62,6 +62,7 @@ HOST_ONLY_ENV = frozenset(("PATH", "HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "T
                            "LS_COLORS", "DISPLAY", "XDG_RUNTIME_DIR", "XDG_SESSION_ID", "SUDO_COMMAND",
                            "SUDO_USER", "SUDO_UID", "SUDO_GID"))
 DOCKER_RUN_ENV = "LSF_STUB_DOCKER_RUN"
+IMAGE_VARIABLE = ("$LSB_CONTAINER_IMAGE", "${LSB_CONTAINER_IMAGE}")
 # Set for the background process that runs a batch job: the job's id and how to run it.
 JOB_RUNNER_ENV = "LSF_STUB_BATCH_JOB"
 ADMIN_CLOSED = "closed_Adm"
@@ -925,6 +926,9 @@ def cmd_driver(argv, conf):
 
     docker-starter.py, reached through a profile's starter with a job to start, runs
     the job container with the environment it was given (after the starter's changes).
+    An image() of ``$LSB_CONTAINER_IMAGE`` is read from that environment here, at run
+    time (how users pick an image with ``bsub -env LSB_CONTAINER_IMAGE=...``, and how a
+    profile's starter hands over the image it chose); unset, the job fails.
     The others are only recorded.
     """
     planned = os.environ.get(DOCKER_RUN_ENV)
@@ -935,6 +939,12 @@ def cmd_driver(argv, conf):
     names = ["--env=%s" % name for name in sorted(os.environ) if name not in HOST_ONLY_ENV
              and not name.startswith("LSF_STUB_")]
     words = [word for word in run[2:] if not word.startswith("--env=") or "=" in word[len("--env="):]]
+    if any(word in IMAGE_VARIABLE for word in words):
+        if not os.environ.get("LSB_CONTAINER_IMAGE"):
+            emit("docker-starter.py: the profile's image() is $LSB_CONTAINER_IMAGE, which the job's "
+                 "environment does not set", file=sys.stderr)
+            return 255
+        words = [os.environ["LSB_CONTAINER_IMAGE"] if word in IMAGE_VARIABLE else word for word in words]
     argv = run[:2] + names + words
     env = dict((k, v) for k, v in os.environ.items() if k != DOCKER_RUN_ENV)
     record("docker-run", argv, {"env": {k: env[k] for k in sorted(env) if k.endswith("VISIBLE_DEVICES")}})

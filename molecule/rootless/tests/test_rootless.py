@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import time
 
 import pytest
 import testinfra
@@ -191,3 +192,74 @@ def test_udocker_setup_nvidia_copied_the_driver_into_the_container(host):
         copied = host.file("%s/usr/lib/x86_64-linux-gnu/%s" % (root, name))
         assert copied.exists and copied.sha256sum == host.file("/usr/lib/x86_64-linux-gnu/%s" % name).sha256sum
     assert host.file("%s/usr/bin/nvidia-smi" % root).exists
+
+
+# --- Slurm jobs in the user's rootless podman (srun-podman, the slurm_docker role with engines [podman]) ---
+
+LABEL = "hpc.gpu_containers.slurm_job"
+
+
+def gres_minors(host):
+    """Slurm's GPU index i -> the minor of gres.conf's i-th File= line for this node."""
+    lines = [line for line in host.file("/etc/slurm/gres.conf").content_string.splitlines()
+             if line.startswith("NodeName=rl-gpu01") and "File=/dev/nvidia" in line]
+    return [int(line.split("File=/dev/nvidia", 1)[1].split()[0]) for line in lines]
+
+
+def test_srun_podman_installed_for_podman_only(host):
+    settings = json.loads(host.file("/etc/srun-docker/srun-podman.json").content_string)
+    assert settings["engine"] == "podman" and settings["docker"] == "/usr/bin/podman"
+    assert settings["gpu_runtime"] == "cdi" and settings["docker_config"] == ""
+    assert host.file("/usr/local/bin/srun-podman").mode == 0o755
+    # Docker is not among the engines: no srun-docker, and no docker group made for the jobs.
+    assert not host.file("/usr/local/bin/srun-docker").exists
+    assert host.run("getent group docker").rc != 0
+
+
+def test_srun_podman_step_gets_only_its_gpu(host, image_tar):
+    as_user(host, "podman image exists %s || podman import -q %s %s" % (IMAGE, image_tar, IMAGE))
+    inner = '/bin/busybox sh -c "echo uid=\\$(/bin/busybox id -u); /bin/busybox ls /dev | /bin/busybox grep \\"^nvidia[0-9]\\""'
+    out = as_user(host, "srun --ntasks=1 --gres=gpu:1 sh -c %s"
+                  % shlex.quote("echo step-gpus=$SLURM_STEP_GPUS; srun-podman %s -- %s" % (IMAGE, inner)))
+    assert out.rc == 0, out.stdout + out.stderr
+    lines = out.stdout.split()
+    step_gpus = [line.split("=", 1)[1] for line in lines if line.startswith("step-gpus=")][0].split(",")
+    assert "uid=%d" % UID in lines, out.stdout
+    seen = [line for line in lines if line.startswith("nvidia")]
+    assert len(step_gpus) == 1 and seen == ["nvidia%d" % gres_minors(host)[int(step_gpus[0])]], out.stdout
+
+
+def test_srun_podman_step_without_gpus_gets_none(host, image_tar):
+    as_user(host, "podman image exists %s || podman import -q %s %s" % (IMAGE, image_tar, IMAGE))
+    out = as_user(host, "srun --ntasks=1 --gres=none srun-podman %s -- /bin/busybox ls /dev" % IMAGE)
+    assert out.rc == 0, out.stdout + out.stderr
+    assert not [d for d in out.stdout.split() if d.startswith("nvidia") and d[6:].isdigit()], out.stdout
+
+
+def test_epilog_removes_a_podman_container_a_job_left(host, image_tar):
+    as_user(host, "podman image exists %s || podman import -q %s %s" % (IMAGE, image_tar, IMAGE))
+    # A job that starts a rootless container of its own with the job's label and exits: only the epilog removes it.
+    out = as_user(host, "sbatch --parsable --wait --output=left-%%j.out --wrap %s"
+                  % shlex.quote("podman run --detach --label %s=$SLURM_JOB_ID %s /bin/busybox sleep 600" % (LABEL, IMAGE)))
+    job_id = out.stdout.strip().split(";")[0]
+    assert out.rc == 0 and job_id.isdigit(), out.stdout + out.stderr
+    container = as_user(host, "cat left-%s.out" % job_id).stdout.strip().splitlines()[-1]
+    assert len(container) == 64, container  # the id podman printed in the job
+    deadline = time.monotonic() + 30
+    while True:
+        exists = as_user(host, "podman container exists %s" % container)
+        assert exists.rc in (0, 1), exists.stderr  # 1: no such container; anything else: podman failed
+        if exists.rc == 1:
+            break
+        assert time.monotonic() < deadline, "the epilog did not remove job %s's podman container" % job_id
+        time.sleep(1)
+
+
+def test_runtime_verify_through_srun_podman(host):
+    facts = host.ansible("hpc.gpu_containers.gpu_facts", check=False, become=True)["gpu_facts"]
+    result = runtime_verify(host, runtimes=["podman_srun"], gpu_facts=facts,
+                            slurm={"srun_podman": "/usr/local/bin/srun-podman"})
+    assert result["passed"] is True and result["changed"] is False, result["reasons"]
+    verdict = result["runtimes"]["podman_srun"]
+    assert verdict["uid"] == UID and verdict["gpus"]["checked"] and verdict["gpus"]["seen"] == 2, verdict
+    assert len(verdict["isolation"]["seen"]) == 1, verdict

@@ -26,6 +26,7 @@ class FakeNode:
         self.home, self.images, self.calls = home, set(images), []
         self.uid = os.getuid() if uid is None else uid
         self.devices, self.fail_import = devices, fail_import
+        self.leak = False
         # udocker's container: set up for the GPUs? with the node's current driver? what setup --nvidia says
         self.nvidia_mode, self.stale = False, False
         self.setup_output = ("Error: creating nvidia dir /home/alice/.udocker/containers/c/ROOT//etc/vulkan/icd.d\n"
@@ -57,6 +58,15 @@ class FakeNode:
             return 0, self.setup_output, ""  # exit code 0 whatever happened, as udocker 1.3.17
         if verb == "setup":
             return 0, "execmode: P1\nnvidiamode: %s\n" % self.nvidia_mode, ""
+        if tool == "srun":
+            # a Slurm step on this node: srun-podman's container gets the step's GPUs (or, broken, all of them)
+            gres = [a for a in argv if a.startswith("--gres=gpu:")]
+            count = int(gres[0].rsplit(":", 1)[1]) if gres else 0
+            devices = self.devices.split()[:len(self.devices.split()) if self.leak else count]
+            with open(argv[-1], "w"):
+                pass
+            return 0, ("hpc-verify: 1\narch=%s\nnvidia_smi=absent\nuid=%d\ngid=%d\nnvidia_devices=%s\nhome_file=%s\n"
+                       % (MACHINE, self.uid, self.uid, " ".join(devices), argv[-1])), ""
         if verb == "run":
             home_file = argv[-1]
             with open(home_file, "w"):
@@ -208,3 +218,48 @@ def test_udocker_on_a_node_without_gpus_is_not_set_up(node, capsys):
     result = run_module(runtime_verify, capsys, runtimes=["udocker"], **args)
     assert result["passed"] and result["runtimes"]["udocker"]["gpus"]["reason"] == "the node has no GPU"
     assert not any("setup" in argv for _u, argv in fake.calls)
+
+
+@pytest.fixture
+def slurm_tools(tmp_path):
+    tools = {}
+    for name in ("srun", "srun-podman"):
+        path = tmp_path / name
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+        tools[name.replace("-", "_")] = str(path)
+    return tools
+
+
+def test_podman_srun_runs_the_report_as_a_step_with_all_gpus_then_one(node, capsys, slurm_tools):
+    fake, args = node
+    result = run_module(runtime_verify, capsys, runtimes=["podman_srun"], slurm=dict(slurm_tools, node="n1"), **args)
+    assert result["passed"], result["reasons"]
+    verdict = result["runtimes"]["podman_srun"]
+    assert verdict["gpus"]["seen"] == 2 and verdict["isolation"] == {"allocated": 1, "seen": ["nvidia0"]}
+    steps = [argv for as_user, argv in fake.calls if as_user and argv[0] == slurm_tools["srun"]]
+    assert [a for a in steps[0] if a.startswith(("--gres", "--nodelist"))] == ["--nodelist=n1", "--gres=gpu:2"]
+    assert "--gres=gpu:1" in steps[1]
+    assert steps[0][steps[0].index(slurm_tools["srun_podman"]) + 1:][:2] == [result["image"]["podman"], "--"]
+    # imported into the user's own podman first, which srun-podman runs
+    assert (True, ["/usr/bin/podman", "import", "-q", args["rootfs"], result["image"]["podman"]]) in fake.calls
+
+
+def test_podman_srun_step_given_one_gpu_that_sees_more_fails(node, capsys, slurm_tools):
+    fake, args = node
+    fake.leak = True
+    result = run_module(runtime_verify, capsys, runtimes=["podman_srun"], slurm=slurm_tools, fail_on_mismatch=False,
+                        **args)
+    assert result["passed"] is False
+    assert result["reasons"] == ["podman_srun: GPUs: a step given one GPU sees 2 (nvidia0 nvidia1)"]
+
+
+def test_podman_srun_without_srun_podman_says_so(node, capsys, slurm_tools, tmp_path):
+    fake, args = node
+    tools = dict(slurm_tools, srun_podman=str(tmp_path / "absent"))
+    result = run_module(runtime_verify, capsys, runtimes=["podman_srun"], slurm=tools, fail_on_mismatch=False,
+                        **args)
+    assert result["passed"] is False and result["runtimes"]["podman_srun"]["seconds"] is None
+    assert result["reasons"] == ["podman_srun: %s is not installed (the slurm_docker role with podman among its "
+                                 "engines)" % tools["srun_podman"]]
+    assert not any(argv[0] == tools["srun"] for _u, argv in fake.calls)

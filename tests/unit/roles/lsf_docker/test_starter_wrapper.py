@@ -19,6 +19,8 @@ import jinja2
 import pytest
 
 ROLE = Path(__file__).resolve().parents[4] / "roles" / "lsf_docker"
+# The resolver the role installs on each Docker host is this file, as it is.
+RESOLVER = Path(__file__).resolve().parents[4] / "plugins" / "module_utils" / "_image_catalogue.py"
 
 RECORDER = """\
 import json, os, sys
@@ -40,6 +42,9 @@ def render(serverdir, **overrides):
         "lsf_docker_gpu_isolation": True,
         "lsf_docker_gpu_driver_capabilities": "compute,utility",
         "__lsf_docker_layout": {"serverdir": str(serverdir)},
+        "lsf_docker_image_resolver": str(RESOLVER),
+        "lsf_docker_catalogue_file": "/etc/hpc-gpu-containers/images.json",
+        "lsf_docker_platform_file": "/etc/hpc-gpu-containers/platform.json",
     }
     variables.update(overrides)
     return env.from_string((ROLE / "templates" / "lsf-docker-starter.py.j2").read_text()).render(**variables)
@@ -159,3 +164,45 @@ def test_the_driver_path_is_fixed_when_written(wrapper, tmp_path):
     assert "LSF_SERVERDIR" not in code
     assert 'DRIVER = "%s/docker-starter.py"' % (tmp_path / "serverdir") in text
     assert text.startswith("#!%s -I\n" % sys.executable)
+
+
+CATALOGUE = {"powerai": {"variants": [
+    {"name": "cuda12-sm80", "image": "head:5000/hpc/powerai:cuda12-sm80", "architecture": "x86_64",
+     "cuda": "12.2", "compute_capabilities": ["8.0"]},
+    {"name": "cuda11-sm70", "image": "head:5000/hpc/powerai:cuda11-sm70", "architecture": "x86_64",
+     "cuda": "11.0", "compute_capabilities": ["7.0"]}]}}
+VOLTA = {"architecture": "x86_64", "cpu_level": "x86-64-v3", "driver": "470.182.03", "cuda": "11.4",
+         "compute_capabilities": ["7.0"]}
+
+
+@pytest.fixture
+def image_files(tmp_path):
+    catalogue, platform = tmp_path / "images.json", tmp_path / "platform.json"
+    catalogue.write_text(json.dumps(CATALOGUE))
+    platform.write_text(json.dumps(VOLTA))
+    return {"lsf_docker_catalogue_file": str(catalogue), "lsf_docker_platform_file": str(platform)}
+
+
+def test_a_profiles_starter_hands_the_driver_the_nodes_variant(wrapper, image_files):
+    _path, run = wrapper(__lsf_docker_image_app={"name": "powerai", "image": "powerai"}, **image_files)
+    # what the submitter put in LSB_CONTAINER_IMAGE does not choose the image of a logical-image profile
+    seen = run({"LSB_JOBID": "7", "LSB_CONTAINER_IMAGE": "evil/image:1"})
+    assert seen["env"]["LSB_CONTAINER_IMAGE"] == "head:5000/hpc/powerai:cuda11-sm70"
+
+
+def test_no_fitting_variant_fails_the_job_before_the_driver(wrapper, image_files, tmp_path):
+    platform = json.loads(Path(image_files["lsf_docker_platform_file"]).read_text())
+    Path(image_files["lsf_docker_platform_file"]).write_text(json.dumps(dict(platform, compute_capabilities=["6.0"])))
+    path, _run = wrapper(__lsf_docker_image_app={"name": "powerai", "image": "powerai"}, **image_files)
+    proc = subprocess.run([str(path)], env={"PATH": "/usr/bin:/bin", "RECORD_TO": str(tmp_path / "record.json")},
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 3
+    assert proc.stderr.startswith("image-variant: powerai: no variant fits ")
+    assert "cuda12-sm80: needs CUDA 12.2 (driver supports 11.4)" in proc.stderr and "cuda11-sm70: " in proc.stderr
+    assert not (tmp_path / "record.json").exists()  # LSF's driver never ran
+
+
+def test_the_plain_starter_leaves_the_image_alone(wrapper):
+    path, run = wrapper()
+    assert "LOGICAL_IMAGE = \"\"" in path.read_text()
+    assert run({"LSB_CONTAINER_IMAGE": "users/choice:1"})["env"]["LSB_CONTAINER_IMAGE"] == "users/choice:1"

@@ -36,7 +36,8 @@ for _ in range(300):
 """
 argv = sys.argv[1:]
 with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(json.dumps({"cmd": "docker", "argv": argv, "node": os.environ.get("SLURMD_NODENAME")}) + "\n")
+    log.write(json.dumps({"cmd": "docker", "argv": argv, "node": os.environ.get("SLURMD_NODENAME"),
+                          "xdg": os.environ.get("XDG_RUNTIME_DIR")}) + "\n")
 if argv[:1] == ["--config"]:
     argv = argv[2:]
 if argv[:2] == ["image", "inspect"]:
@@ -107,11 +108,12 @@ echo n2
 '''
 
 
-def render(config_dir):
+def render(config_dir, engine="docker"):
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["to_json"] = json.dumps
     variables = {"slurm_docker_python": sys.executable, "ansible_managed": "Ansible managed",
-                 "slurm_docker_config_dir": str(config_dir)}
+                 "slurm_docker_config_dir": str(config_dir), "__slurm_docker_engine": engine,
+                 "__slurm_docker_prog": "srun-" + engine}
     return env.from_string((ROLE / "templates" / "srun-docker.j2").read_text()).render(**variables)
 
 
@@ -163,6 +165,28 @@ def test_gpu_environment_never_all(srun_docker):
         srun_docker.gpu_environment(["0"], [], "", "x")
 
 
+def test_gpu_environment_cdi_names_only_the_allocated_gpus(srun_docker):
+    opts, env = srun_docker.gpu_environment(["2", "0"], GPU_MAP, "cdi", "compute,utility")
+    assert opts == ["--device=nvidia.com/gpu=GPU-c", "--device=nvidia.com/gpu=GPU-a"]
+    assert env == {"CUDA_VISIBLE_DEVICES": "0,1"}
+    # No GPU allocated: no device at all (CDI hands out nothing by default, unlike NVIDIA_VISIBLE_DEVICES=all).
+    assert srun_docker.gpu_environment(None, GPU_MAP, "cdi", "x") == ([], {})
+    with pytest.raises(srun_docker.UsageError, match="does not list"):
+        srun_docker.gpu_environment(["3"], GPU_MAP, "cdi", "x")
+
+
+def test_identity_per_engine(srun_docker):
+    assert srun_docker.identity_options("docker", 2001, 2001, [2001, 998]) == ["--user=2001:2001", "--group-add=998"]
+    assert srun_docker.identity_options("podman", 2001, 2001, [2001, 998]) == ["--userns=keep-id", "--user=2001:2001"]
+
+
+def test_runtime_dir_of_another_node_is_dropped(srun_docker, tmp_path):
+    assert srun_docker.usable_runtime_dir({}, os.getuid())
+    assert srun_docker.usable_runtime_dir({"XDG_RUNTIME_DIR": str(tmp_path)}, os.getuid())
+    assert not srun_docker.usable_runtime_dir({"XDG_RUNTIME_DIR": str(tmp_path / "absent")}, os.getuid())
+    assert not srun_docker.usable_runtime_dir({"XDG_RUNTIME_DIR": str(tmp_path)}, os.getuid() + 1)
+
+
 def test_check_options(srun_docker):
     assert srun_docker.check_options(["--shm-size=1g", "-e", "X=1"], ["--privileged"]) == ["--shm-size=1g", "-e", "X=1"]
     with pytest.raises(srun_docker.UsageError, match="--privileged, --user"):
@@ -212,9 +236,10 @@ def test_ssh_configuration(srun_docker):
 
 # --- whole runs ------------------------------------------------------------------------------------
 
-@pytest.fixture
-def bed(tmp_path):
-    """A job environment: srun-docker, its settings, a GPU map, fake docker/srun/scontrol on PATH."""
+@pytest.fixture(params=["docker"])
+def bed(request, tmp_path):
+    """A job environment: srun-<engine>, its settings, a GPU map, fake docker/srun/scontrol on PATH."""
+    engine = request.param
     etc = tmp_path / "etc"
     etc.mkdir()
     home = tmp_path / "home"
@@ -222,15 +247,17 @@ def bed(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     log = tmp_path / "calls.jsonl"
-    script = bindir / "srun-docker"
-    script.write_text(render(etc))
-    for name, body in (("docker", FAKE_DOCKER), ("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL)):
+    script = bindir / ("srun-" + engine)
+    script.write_text(render(etc, engine))
+    for name, body in (("docker", FAKE_DOCKER), ("podman", FAKE_DOCKER), ("srun", FAKE_SRUN),
+                       ("scontrol", FAKE_SCONTROL)):
         (bindir / name).write_text(body.replace("#!PYTHON", "#!" + sys.executable))
     for path in bindir.iterdir():
         path.chmod(0o755)
     (etc / "gpus.json").write_text(json.dumps(GPU_MAP))
-    (etc / "srun-docker.json").write_text(json.dumps({
-        "docker": "docker", "gpu_runtime": "nvidia", "gpu_map": str(etc / "gpus.json"),
+    (etc / ("srun-%s.json" % engine)).write_text(json.dumps({
+        "engine": engine, "docker": engine, "gpu_runtime": "cdi" if engine == "podman" else "nvidia",
+        "gpu_map": str(etc / "gpus.json"),
         "denied_options": ["--privileged"], "state_dir": "~/.srun-docker", "ready_timeout": 20, "stop_timeout": 10,
         "registry": "reg:5000", "environment": {"OMPI_MCA_btl_tcp_if_exclude": "lo,docker0"},
         # the tests may run as root; jobs never do
@@ -251,6 +278,33 @@ def bed(tmp_path):
 
 def docker_calls(calls, verb):
     return [c["argv"] for c in calls if c["cmd"] == "docker" and verb in c["argv"][:3]]
+
+
+@pytest.mark.parametrize("bed", ["podman"], indirect=True)
+def test_podman_step_runs_as_the_user_with_the_steps_gpu_by_cdi(bed):
+    run, home = bed
+    proc, calls = run(["hpc/mpi:1", "--", "nvidia-smi", "-L"],
+                      {"SLURM_STEP_ID": "0", "SLURM_STEP_GPUS": "1", "SLURM_JOB_GPUS": "0,1",
+                       "XDG_RUNTIME_DIR": str(home / "no-such-dir"), "FAKE_IMAGE_MISSING": "1"})
+    assert proc.returncode == 0, proc.stderr
+    (argv,) = docker_calls(calls, "run")
+    assert "--userns=keep-id" in argv and "--user=%d:%d" % (os.getuid(), os.getgid()) in argv
+    assert not any(a.startswith("--group-add") for a in argv)
+    assert "--device=nvidia.com/gpu=GPU-b" in argv and "--env=CUDA_VISIBLE_DEVICES=0" in argv
+    assert not any(a.startswith(("--runtime", "--env=NVIDIA_VISIBLE_DEVICES")) for a in argv)
+    assert argv[-3:] == ["reg:5000/hpc/mpi:1", "nvidia-smi", "-L"]
+    assert [c["argv"] for c in calls if c["argv"][:1] == ["pull"]] == [["pull", "--quiet", "reg:5000/hpc/mpi:1"]]
+    name = [a for a in argv if a.startswith("--name=")][0].split("=", 1)[1]
+    assert name.startswith("srun-podman-7-") and ["rm", "--force", name] in docker_calls(calls, "rm")
+    # the login node's runtime directory, which this node lacks, is not handed to podman
+    assert all(c["xdg"] is None for c in calls if c["cmd"] == "docker")
+
+
+@pytest.mark.parametrize("bed", ["podman"], indirect=True)
+def test_podman_errors_name_srun_podman(bed):
+    run, _home = bed
+    proc, calls = run(["hpc/mpi:1", "true"], {"SLURM_JOB_ID": ""})
+    assert proc.returncode == 2 and proc.stderr.startswith("srun-podman: not inside a Slurm job: run srun-podman")
 
 
 def test_step_runs_one_container_with_the_steps_gpu(bed):

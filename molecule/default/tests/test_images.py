@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Platform-matched images on the test bed (group_vars/all.yml: lsf_docker_image_catalogue).
+
+The logical image ``deeplearning`` has three variants; gpu01 (V100, cc 7.0, driver 470 = CUDA 11.4) and gpu02
+(A100, cc 8.0, driver 535 = CUDA 12.2) need different ones, and the CPU-level variant is picked only where the
+machine has AVX-512 (x86-64-v4). ``bsub -app deeplearning`` runs, through the profile's own starter, the variant
+the rule picks for the node the job lands on: each variant image prints its own name. ``hopper`` fits no node:
+its job fails at start with the reason of its variant. The LSF files carry each host's platform, and the drift
+check reports an edited platform file or catalogue on a node.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import testinfra
+import testinfra.utils.ansible_runner
+from conftest import LSF_ENVDIR, ansible_tool
+
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
+GPU_NODES = sorted(RUNNER.get_hosts("gpu_nodes"))
+PLAYBOOKS = Path(__file__).resolve().parents[3] / "playbooks"
+REPO = "head:5000/hpc/deeplearning"
+VARIANTS = ("cuda12-sm80-avx512", "cuda12-sm80", "cuda11-sm70")
+PLATFORM = "/etc/hpc-gpu-containers/platform.json"
+CATALOGUE = "/etc/hpc-gpu-containers/images.json"
+LSF_SHARED = LSF_ENVDIR + "/lsf.shared"
+LSF_CLUSTER = LSF_ENVDIR + "/lsf.cluster.gpucluster"
+
+
+def _node(name):
+    return testinfra.get_host("ansible://%s?ansible_inventory=%s" % (name, INVENTORY))
+
+
+def _machine_level(node):
+    """The x86-64 level of the machine, from the node's own /proc/cpuinfo flags (not from the collection)."""
+    flags = set(node.check_output("grep -m1 '^flags' /proc/cpuinfo").split(":", 1)[1].split())
+    if {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"} <= flags:
+        return 4
+    return 3 if {"avx2", "bmi2", "fma", "movbe"} <= flags else 2
+
+
+def _expected(node_name):
+    if node_name == "gpu01":
+        return "cuda11-sm70"  # the only variant with machine code a V100 runs on a CUDA 11.4 driver
+    return "cuda12-sm80-avx512" if _machine_level(_node(node_name)) >= 4 else "cuda12-sm80"
+
+
+@pytest.fixture(scope="module")
+def variant_images():
+    """Each variant's image on the GPU nodes: static busybox and /etc/hpc-variant holding its name."""
+    for name in GPU_NODES:
+        node = _node(name)
+        for variant in VARIANTS:
+            node.run_expect([0], "set -e; d=$(mktemp -d); mkdir -p $d/bin $d/etc; cp /bin/busybox $d/bin/busybox; "
+                                 "echo %s > $d/etc/hpc-variant; tar -C $d -c . | docker import - %s:%s >/dev/null; "
+                                 "rm -rf $d" % (variant, REPO, variant))
+    return VARIANTS
+
+
+def _bsub(node, name, app, command):
+    return node.run("runuser -u lsfadmin -- sh -lc 'exec bsub -app %s -I -m %s %s'" % (app, name, command))
+
+
+@pytest.mark.parametrize("name", GPU_NODES)
+def test_each_gpu_node_runs_the_variant_built_for_it(name, variant_images):
+    node = _node(name)
+    result = _bsub(node, name, "deeplearning", "/bin/busybox cat /etc/hpc-variant")
+    assert result.rc == 0, result.stdout + result.stderr
+    assert result.stdout.strip().splitlines()[-1] == _expected(name), result.stdout
+    # the resolver on the node, as an admin runs it, says the same
+    resolved = node.check_output("python3 /usr/local/lib/hpc-gpu-containers/image_variant.py deeplearning")
+    assert resolved == "%s:%s" % (REPO, _expected(name))
+
+
+def test_the_gpu_nodes_need_different_variants():
+    assert len({_expected(name) for name in GPU_NODES}) == len(GPU_NODES) == 2
+
+
+@pytest.mark.parametrize("name", GPU_NODES)
+def test_a_logical_image_no_variant_fits_fails_the_job_at_start(name, variant_images):
+    node = _node(name)
+    result = _bsub(node, name, "hopper", "/bin/busybox echo never")
+    assert result.rc == 3, result.stdout + result.stderr
+    assert "never" not in result.stdout
+    message = result.stderr + result.stdout
+    assert "hopper: no variant fits %s (x86_64" % name in message, message
+    assert "cuda12.4-sm90: needs CUDA 12.4" in message, message
+
+
+def test_lsf_knows_each_hosts_platform():
+    master = _node(sorted(RUNNER.get_hosts("lsf_master"))[0])
+    shared = master.file(LSF_SHARED).content_string
+    for name in ("x86_64_level", "nvidia_driver", "cuda_version", "compute_cap_min", "compute_cap_max"):
+        assert any(line.split()[:2] == [name, "Numeric"] for line in shared.splitlines()), name
+    rows = {}
+    for line in master.file(LSF_CLUSTER).content_string.splitlines():
+        words = line.split()
+        if words and words[0] in ("head", "gpu01", "gpu02"):
+            rows[words[0]] = line
+    assert "cuda_version=11040" in rows["gpu01"] and "compute_cap_min=70" in rows["gpu01"], rows["gpu01"]
+    assert "cuda_version=12020" in rows["gpu02"] and "compute_cap_max=80" in rows["gpu02"], rows["gpu02"]
+    assert "nvidia_driver=470" in rows["gpu01"] and "nvidia_driver=535" in rows["gpu02"]
+    assert "x86_64_level=%d" % _machine_level(_node("head")) in rows["head"]
+    assert "cuda_version" not in rows["head"], rows["head"]  # no GPU: no GPU resources
+    # the files the job starter reads on the node
+    platform = json.loads(_node("gpu02").file(PLATFORM).content_string)
+    assert platform["cuda"] == "12.2" and platform["compute_capabilities"] == ["8.0"]
+    assert sorted(json.loads(_node("gpu01").file(CATALOGUE).content_string)) == ["deeplearning", "hopper"]
+
+
+def _drift_check(limit):
+    """site.yml in --check --diff on ``limit`` and the LSF master (which site.yml's pre-flight insists on)."""
+    limit = ",".join(sorted(set(RUNNER.get_hosts("lsf_master")) | {limit}))
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1")
+    return subprocess.run([ansible_tool("ansible-playbook"), "-i", INVENTORY, "--check", "--diff", "--tags", "lsf",
+                           "--limit", limit, str(PLAYBOOKS / "site.yml")],
+                          env=env, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("name, path, edit", [
+    ("gpu01", PLATFORM, "sed -i 's/\"11.4\"/\"12.4\"/' %s"),
+    ("gpu02", CATALOGUE, "sed -i 's/cuda12-sm80-avx512/cuda12-sm80-avx2/' %s"),
+])
+def test_an_edited_platform_file_or_catalogue_is_drift(name, path, edit):
+    node = _node(name)
+    saved = node.check_output("cat %s", path)
+    node.run_expect([0], edit % path)
+    try:
+        assert node.check_output("cat %s", path) != saved
+        result = _drift_check(name)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        assert "--- before: %s" % path in result.stdout, result.stdout[-3000:]
+        assert "changed=0" not in [part for line in result.stdout.splitlines() if line.startswith(name)
+                                   for part in line.split()], result.stdout[-1500:]
+    finally:
+        node.run_expect([0], "cat > %s <<'HPC_EOF'\n%s\nHPC_EOF" % (path, saved))
+    assert node.check_output("cat %s", path) == saved

@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The lsf_platform_resources filter: each Docker host's platform as static LSF Numeric resources."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: lsf_platform_resources
+short_description: Each host's CPU level, driver, CUDA version and GPU compute capabilities as LSF resources
+version_added: 0.2.0
+description:
+  - Turns the GPU facts (M(hpc.gpu_containers.gpu_facts)) of each host into the static Numeric LSF resources that
+    describe its platform - C(x86_64_level) (1 to 4), C(power_generation) (8, 9, 10), C(nvidia_driver) (the
+    driver branch), C(cuda_version) (1000 x major + 10 x minor of the newest CUDA the driver supports),
+    C(compute_cap_min) and C(compute_cap_max) (10 x major + minor) - and returns the resource definitions for
+    lsf.shared with them.
+  - Every host gets every name - a value, or V(null) for a resource it lacks (no GPU, unknown CPU level) so that
+    M(hpc.gpu_containers.lsf_host) removes a value the host no longer has. A host without GPU facts (not reached
+    in this run) is left out, so its line stays as it is.
+  - The same encodings as the image catalogue's (the C(image_variant) module), so C(bsub -R) strings and the
+    catalogue's requirements say the same thing.
+options:
+  _input:
+    description: The hosts (inventory names, which are the LSF host names).
+    type: list
+    elements: str
+    required: true
+  hostvars:
+    description: C(hostvars); each host's C(ansible_facts.gpu_facts) is read from it.
+    type: dict
+    required: true
+author:
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
+"""
+
+EXAMPLES = r"""
+- name: The platform resources in lsf.cluster
+  hpc.gpu_containers.lsf_host:
+    path: /opt/lsf/conf/lsf.cluster.cluster1
+    host_resources: "{{ (groups['docker_hosts'] | hpc.gpu_containers.lsf_platform_resources(hostvars)).hosts }}"
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - C(definitions), the lsf.shared rows (as M(hpc.gpu_containers.lsf_resource) takes them in O(resources)), and
+      C(hosts), host name to resource name to value or V(null).
+  type: dict
+  sample:
+    definitions: [{name: cuda_version, type: Numeric, increasing: false, description: newest CUDA ...}]
+    hosts: {gpu01: {x86_64_level: 3, power_generation: null, nvidia_driver: 470, cuda_version: 11040,
+                    compute_cap_min: 70, compute_cap_max: 70}}
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogue import (
+    LSF_RESOURCES,
+    ImageCatalogueError,
+    lsf_resources,
+    platform,
+)
+
+
+def lsf_platform_resources(hosts, hostvars):
+    if not isinstance(hosts, (list, tuple)):
+        raise AnsibleFilterError("lsf_platform_resources: expected a list of hosts, got %s" % type(hosts).__name__)
+    names = [definition["name"] for definition in LSF_RESOURCES]
+    out = {}
+    for host in hosts:
+        try:
+            facts = hostvars[host]["ansible_facts"]["gpu_facts"]
+        except (KeyError, TypeError):
+            continue
+        try:
+            values = lsf_resources(platform(facts))
+        except ImageCatalogueError as err:
+            raise AnsibleFilterError("lsf_platform_resources: %s: %s" % (host, err))
+        out[host] = dict((name, values.get(name)) for name in names)
+    return {"definitions": [dict(definition) for definition in LSF_RESOURCES], "hosts": out}
+
+
+class FilterModule:
+    def filters(self):
+        return {"lsf_platform_resources": lsf_platform_resources}
