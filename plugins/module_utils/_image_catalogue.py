@@ -108,7 +108,8 @@ import sys
 __all__ = [
     "ARCHITECTURES", "LSF_RESOURCES", "ImageCatalogueError", "CatalogueError", "PlatformError", "NoFitError",
     "normalize_architecture", "validate", "validate_image", "platform", "check_platform", "describe_platform",
-    "evaluate", "select", "render_platform", "render_catalogue", "lsf_resources", "main",
+    "evaluate", "select", "render_platform", "render_catalogue", "lsf_resources", "index_features", "image_index",
+    "main",
 ]
 
 ARCHITECTURES = ("x86_64", "ppc64le", "aarch64")
@@ -631,6 +632,54 @@ def lsf_resources(node_platform):
         resources["compute_cap_min"] = min(values)
         resources["compute_cap_max"] = max(values)
     return resources
+
+
+# ---------------------------------------------------------------- registry index
+
+
+def index_features(variant):
+    """What a (validated) variant needs beyond its architecture, as OCI ``platform.features`` words:
+    its CPU level (``x86-64-v4``, ``POWER9``), ``cuda12.2``, ``driver535.54.03``, ``sm_80`` for each compute
+    capability it has machine code for and ``compute_80`` for the PTX of the highest (CUDA's own names)."""
+    features = []
+    if variant.get("cpu_level"):
+        features.append(variant["cpu_level"])
+    if variant.get("cuda"):
+        features.append("cuda" + variant["cuda"])
+    if variant.get("driver"):
+        features.append("driver" + variant["driver"])
+    capabilities = [_cc(text) for text in variant.get("compute_capabilities") or []]
+    features += ["sm_%d%d" % cc for cc in capabilities]
+    if variant.get("ptx") and capabilities:
+        features.append("compute_%d%d" % max(capabilities))
+    return sorted(features)
+
+
+def image_index(catalogue, logical_name):
+    """The variants of ``logical_name`` as one registry index: ``{registry, repository, images, features}``
+    (``images``: the variants' tags; ``features``: tag -> :func:`index_features`). CatalogueError when the variants
+    are not tags of one repository (an index holds the manifests of one repository)."""
+    entry = _entry(validate(catalogue), logical_name)
+    places, tags, features = set(), [], {}
+    for variant in entry["variants"]:
+        match = _IMAGE_RE.match(variant["image"])
+        if not match.group("tag") or match.group("digest"):
+            raise CatalogueError("%s: variant %s: %s is not a tag (an index entry is published from a tag)"
+                                 % (logical_name, variant["name"], variant["image"]))
+        name = variant["image"][:match.start("tag") - 1]
+        host, sep, repository = name.partition("/")
+        if not sep or not ("." in host or ":" in host or host == "localhost"):
+            raise CatalogueError("%s: variant %s: %s names no registry host" % (logical_name, variant["name"], variant["image"]))
+        places.add((host, repository))
+        if match.group("tag") in features:
+            raise CatalogueError("%s: two variants are the same image %s" % (logical_name, variant["image"]))
+        tags.append(match.group("tag"))
+        features[match.group("tag")] = index_features(variant)
+    if len(places) != 1:
+        raise CatalogueError("%s: the variants are in %d repositories (%s); an index holds one repository's images"
+                             % (logical_name, len(places), ", ".join(sorted("%s/%s" % p for p in places))))
+    (host, repository), = places
+    return {"registry": host, "repository": repository, "images": tags, "features": features}
 
 
 # ---------------------------------------------------------------- command

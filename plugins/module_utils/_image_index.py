@@ -22,7 +22,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import 
 
 __all__ = [
     "DOCKER_MANIFEST", "DOCKER_LIST", "OCI_MANIFEST", "OCI_INDEX", "MANIFEST_TYPES", "INDEX_TYPES",
-    "ACCEPT_ANY", "ACCEPT_MANIFEST", "ImageIndexError", "platform_of", "platform_key", "descriptor",
+    "ACCEPT_ANY", "ACCEPT_MANIFEST", "ImageIndexError", "platform_of", "with_features", "platform_key", "descriptor",
     "is_index", "merge", "render", "digest_of", "platforms_of", "entry_for", "missing_platform_message",
 ]
 
@@ -52,12 +52,25 @@ def platform_of(config):
     return platform
 
 
+def with_features(platform, features):
+    """``platform`` with ``features`` (the OCI platform's ``features`` list: what the image needs beyond its
+    architecture, such as ``x86-64-v4`` or ``sm_80``), sorted; none given leaves it as it is."""
+    features = sorted(set(features or ()))
+    for feature in features:
+        if not isinstance(feature, str) or not feature or any(c in feature for c in ", \t\n+"):
+            raise ImageIndexError("feature %r: a feature is one word without ',' or '+'" % (feature,))
+    return dict(platform, features=features) if features else dict(platform)
+
+
 def platform_key(platform):
-    """``linux/amd64``, ``linux/arm64/v8``."""
+    """``linux/amd64``, ``linux/arm64/v8``, ``linux/amd64+sm_80,x86-64-v4`` (an entry with features)."""
     parts = [platform.get("os") or "?", platform.get("architecture") or "?"]
     if platform.get("variant"):
         parts.append(platform["variant"])
-    return "/".join(parts)
+    key = "/".join(parts)
+    if platform.get("features"):
+        key += "+" + ",".join(sorted(platform["features"]))
+    return key
 
 
 def digest_of(body):

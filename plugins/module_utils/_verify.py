@@ -125,6 +125,9 @@ def parse_nvidia_smi_xml(text):
     """
     if not text or not text.strip():
         raise VerifyError("empty nvidia-smi XML")
+    if "<!ENTITY" in text:
+        # nvidia-smi never declares entities; a container that prints some is refused before expat expands them.
+        raise VerifyError("nvidia-smi XML with entity declarations is refused")
     try:
         root = ET.fromstring(text.strip())
     except ET.ParseError as exc:

@@ -43,6 +43,19 @@ options:
     type: list
     elements: str
     default: []
+  features:
+    description:
+      - Per tag of O(images), what its image needs beyond its architecture, for the entry's C(platform.features)
+        (for example C([x86-64-v4, cuda12.2, sm_80]) for one variant of a logical image). Several images of one
+        architecture then stand side by side in the index, one entry per set of features, as a registry-side
+        view of the variants; a node's Docker engine pulling the index takes the first entry of its
+        architecture, so nodes run a variant by its own tag (the image catalogue's rule picks it).
+      - A feature is one word without C(,) or C(+). A tag not in O(images) is an error.
+      - An entry replaces the one with the same platform and features; after a variant's features change, the
+        entry with the old ones stays in the index beside the new one.
+    type: dict
+    default: {}
+    version_added: 0.2.0
   architecture:
     description:
       - The architecture of the node that will pull O(tag) (C(uname -m) or Go spelling, C(x86_64) or C(amd64)).
@@ -270,6 +283,12 @@ def run(module, registry):
                                else [_single_platform(registry, tag, document)])
     before = list(result["platforms"])
 
+    unknown = sorted(set(params["features"]) - set(params["images"]))
+    if unknown:
+        raise RegistryError("features: %s not in images (%s)" % (", ".join(unknown), ", ".join(params["images"]) or "none"))
+    for image_tag, features in params["features"].items():
+        if not isinstance(features, list):
+            raise RegistryError("features: %s: expected a list of features, got %s" % (image_tag, type(features).__name__))
     if params["images"]:
         entries, predicted = [], []
         for image_tag in params["images"]:
@@ -283,7 +302,8 @@ def run(module, registry):
             if model.is_index(manifest, manifest_type):
                 raise RegistryError("%s:%s is an index itself; list single-architecture images"
                                     % (registry.reference, image_tag))
-            platform = model.platform_of(registry.config(manifest, image_tag))
+            platform = model.with_features(model.platform_of(registry.config(manifest, image_tag)),
+                                           params["features"].get(image_tag))
             entries.append(model.descriptor(manifest_type, manifest_body, platform))
         index, changed_platforms = model.merge(document, entries)
         changed_platforms += ["(%s, not pushed yet)" % image_tag for image_tag in predicted]
@@ -329,6 +349,7 @@ def main():
             repository=dict(type="str", required=True),
             tag=dict(type="str", required=True),
             images=dict(type="list", elements="str", default=[]),
+            features=dict(type="dict", default={}),
             architecture=dict(type="str"),
             username=dict(type="str"),
             password=dict(type="str", no_log=True),

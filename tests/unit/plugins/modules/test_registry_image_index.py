@@ -224,3 +224,37 @@ def test_an_unreachable_registry_is_a_clear_error(capsys):
             registry_image_index.main()
     res = json.loads(capsys.readouterr().out)
     assert res["failed"] and res["msg"].startswith("GET http://127.0.0.1:9/v2/hpc/verify/manifests/1: ")
+
+
+VARIANT_FEATURES = {"dl-cuda12-sm80-v4": ["x86-64-v4", "cuda12.2", "sm_80"],
+                    "dl-cuda12-sm80": ["x86-64-v2", "cuda12.2", "sm_80"],
+                    "dl-cuda11-sm70": ["cuda11.0", "sm_70", "compute_70"]}
+
+
+def test_variants_of_one_architecture_stand_side_by_side_by_their_features(registry, capsys):
+    for salt, tag in enumerate(VARIANT_FEATURES):
+        registry.push_image(tag, "amd64", salt=str(salt))
+    res, _out = run(capsys, registry, tag="dl", images=list(VARIANT_FEATURES), features=VARIANT_FEATURES)
+    assert res["changed"] and res["platforms"] == [
+        "linux/amd64+compute_70,cuda11.0,sm_70", "linux/amd64+cuda12.2,sm_80,x86-64-v2",
+        "linux/amd64+cuda12.2,sm_80,x86-64-v4"]
+    index = registry.document("dl")
+    by_digest = {entry["digest"]: entry["platform"] for entry in index["manifests"]}
+    assert by_digest[registry.tags["dl-cuda12-sm80-v4"]] == {
+        "architecture": "amd64", "os": "linux", "features": ["cuda12.2", "sm_80", "x86-64-v4"]}
+    # the same again changes nothing; another feature set for one variant replaces that entry only
+    res, _out = run(capsys, registry, tag="dl", images=list(VARIANT_FEATURES), features=VARIANT_FEATURES)
+    assert res["changed"] is False
+    features = dict(VARIANT_FEATURES, **{"dl-cuda12-sm80": ["x86-64-v3", "cuda12.2", "sm_80"]})
+    res, _out = run(capsys, registry, tag="dl", images=["dl-cuda12-sm80"], features={"dl-cuda12-sm80": features["dl-cuda12-sm80"]})
+    assert res["changed_platforms"] == ["linux/amd64+cuda12.2,sm_80,x86-64-v3"]
+    assert len(res["platforms"]) == 4  # the old x86-64-v2 entry stays until it is replaced by its own key
+
+
+def test_features_of_a_tag_not_listed_or_not_a_word_fail(registry, capsys):
+    registry.push_image("dl-a", "amd64")
+    res, _out = run(capsys, registry, tag="dl", images=["dl-a"], features={"dl-b": ["sm_80"]})
+    assert res["failed"] and res["msg"] == "features: dl-b not in images (dl-a)"
+    res, _out = run(capsys, registry, tag="dl", images=["dl-a"], features={"dl-a": ["sm_80,sm_90"]})
+    assert res["failed"] and "a feature is one word" in res["msg"]
+    assert "dl" not in registry.tags
