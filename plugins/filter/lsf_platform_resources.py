@@ -17,7 +17,7 @@ description:
     lsf.shared with them.
   - Every host gets every name - a value, or V(null) for a resource it lacks (no GPU, unknown CPU level) so that
     M(hpc.gpu_containers.lsf_host) removes a value the host no longer has. A host without GPU facts (not reached
-    in this run) is left out, so its line stays as it is.
+    in this run, or no inventory host is that LSF host) is left out, so its line stays as it is.
   - The same encodings as the image catalogue's (the C(image_variant) module), so C(bsub -R) strings and the
     catalogue's requirements say the same thing.
 options:
@@ -30,6 +30,13 @@ options:
     description: C(hostvars); each host's C(ansible_facts.gpu_facts) is read from it.
     type: dict
     required: true
+  inventory_hosts:
+    description:
+      - The inventory hosts the LSF hosts are (the Docker hosts group). An LSF host is the one of them with its
+        name, else the one whose own short host name (C(ansible_facts.hostname)) it is - for an inventory of FQDNs
+        or aliases. Default - O(_input).
+    type: list
+    elements: str
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
 """
@@ -53,6 +60,8 @@ _value:
                     compute_cap_min: 70, compute_cap_max: 70}}
 """
 
+from collections.abc import Mapping
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogue import (
@@ -63,21 +72,42 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogu
 )
 
 
-def lsf_platform_resources(hosts, hostvars):
+def _facts(hostvars, host):
+    """``ansible_facts`` of an inventory host, or {} (a host without facts, or not in the inventory)."""
+    try:
+        facts = hostvars[host]["ansible_facts"]
+    except (KeyError, TypeError):
+        return {}
+    return facts if isinstance(facts, Mapping) else {}
+
+
+def _inventory_host(name, hostvars, candidates):
+    """The inventory host that is LSF host ``name``: by inventory name, else by its own short host name."""
+    if name in candidates:
+        return name
+    for host in candidates:
+        facts = _facts(hostvars, host)
+        if name in (facts.get("hostname"), str(facts.get("nodename") or "").split(".")[0]):
+            return host
+    return None
+
+
+def lsf_platform_resources(hosts, hostvars, inventory_hosts=None):
     if not isinstance(hosts, (list, tuple)):
         raise AnsibleFilterError("lsf_platform_resources: expected a list of hosts, got %s" % type(hosts).__name__)
+    candidates = list(inventory_hosts if inventory_hosts is not None else hosts)
     names = [definition["name"] for definition in LSF_RESOURCES]
     out = {}
-    for host in hosts:
-        try:
-            facts = hostvars[host]["ansible_facts"]["gpu_facts"]
-        except (KeyError, TypeError):
+    for name in hosts:
+        host = _inventory_host(name, hostvars, candidates)
+        facts = _facts(hostvars, host).get("gpu_facts") if host else None
+        if not isinstance(facts, Mapping):
             continue
         try:
-            values = lsf_resources(platform(facts))
+            values = lsf_resources(platform(dict(facts)))
         except ImageCatalogueError as err:
-            raise AnsibleFilterError("lsf_platform_resources: %s: %s" % (host, err))
-        out[host] = dict((name, values.get(name)) for name in names)
+            raise AnsibleFilterError("lsf_platform_resources: %s: %s" % (name, err))
+        out[name] = dict((resource, values.get(resource)) for resource in names)
     return {"definitions": [dict(definition) for definition in LSF_RESOURCES], "hosts": out}
 
 

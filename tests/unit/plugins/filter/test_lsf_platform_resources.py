@@ -39,3 +39,13 @@ def test_bad_facts_name_the_host():
         lsf_platform_resources(["gpu09"], {"gpu09": {"ansible_facts": {"gpu_facts": {"present": False}}}})
     with pytest.raises(AnsibleFilterError, match="expected a list"):
         lsf_platform_resources("gpu01", {})
+
+
+def test_an_lsf_host_is_found_by_the_nodes_own_host_name():
+    """An inventory of FQDNs or aliases: the LSF name is the node's short host name."""
+    facts = nodes.standin_facts("gpu02", nodes.BROADWELL)
+    hostvars = {"roll-gpu02.example.org": {"ansible_facts": {"hostname": "gpu02", "gpu_facts": facts}},
+                "roll-head.example.org": {"ansible_facts": {"hostname": "head"}}}
+    result = lsf_platform_resources(["head", "gpu02", "gpu09"], hostvars, list(hostvars))
+    assert result["hosts"]["gpu02"]["cuda_version"] == 12020
+    assert set(result["hosts"]) == {"gpu02"}  # head has no facts yet, gpu09 is no inventory host
