@@ -87,7 +87,7 @@ def _inventory_host(name, hostvars, candidates):
         return name
     for host in candidates:
         facts = _facts(hostvars, host)
-        if name in (facts.get("hostname"), str(facts.get("nodename") or "").split(".")[0]):
+        if name in (facts.get("hostname"), str(facts.get("nodename") or "").split(".", maxsplit=1)[0]):
             return host
     return None
 
