@@ -3,12 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Platform-matched images on the test bed (group_vars/all.yml: lsf_docker_image_catalogue).
 
-The logical image ``deeplearning`` has three variants; gpu01 (V100, cc 7.0, driver 470 = CUDA 11.4) and gpu02
+The logical image ``deeplearning`` has three variants, built on head from files/variants, pushed, recorded and
+published as one index with their platform features (image_variants); gpu01 (V100, cc 7.0, driver 470 = CUDA 11.4) and gpu02
 (A100, cc 8.0, driver 535 = CUDA 12.2) need different ones, and the CPU-level variant is picked only where the
 machine has AVX-512 (x86-64-v4). ``bsub -app deeplearning`` runs, through the profile's own starter, the variant
 the rule picks for the node the job lands on: each variant image prints its own name. ``hopper`` fits no node:
 its job fails at start with the reason of its variant. The LSF files carry each host's platform, and the drift
-check reports an edited platform file or catalogue on a node.
+check reports an edited platform file or catalogue on a node, and a variant replaced in the registry.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 import testinfra
 import testinfra.utils.ansible_runner
-from conftest import LSF_ENVDIR, ansible_tool
+from conftest import LSF_ENVDIR, adhoc, ansible_tool
 
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
@@ -30,6 +31,7 @@ REPO = "head:5000/hpc/deeplearning"
 VARIANTS = ("cuda12-sm80-avx512", "cuda12-sm80", "cuda11-sm70")
 PLATFORM = "/etc/hpc-gpu-containers/platform.json"
 CATALOGUE = "/etc/hpc-gpu-containers/images.json"
+RECORD = "/etc/hpc-gpu-containers/variant-digests.json"
 LSF_SHARED = LSF_ENVDIR + "/lsf.shared"
 LSF_CLUSTER = LSF_ENVDIR + "/lsf.cluster.gpucluster"
 
@@ -52,24 +54,12 @@ def _expected(node_name):
     return "cuda12-sm80-avx512" if _machine_level(_node(node_name)) >= 4 else "cuda12-sm80"
 
 
-@pytest.fixture(scope="module")
-def variant_images():
-    """Each variant's image on the GPU nodes: static busybox and /etc/hpc-variant holding its name."""
-    for name in GPU_NODES:
-        node = _node(name)
-        for variant in VARIANTS:
-            node.run_expect([0], "set -e; d=$(mktemp -d); mkdir -p $d/bin $d/etc; cp /bin/busybox $d/bin/busybox; "
-                                 "echo %s > $d/etc/hpc-variant; tar -C $d -c . | docker import - %s:%s >/dev/null; "
-                                 "rm -rf $d" % (variant, REPO, variant))
-    return VARIANTS
-
-
 def _bsub(node, name, app, command):
     return node.run("runuser -u lsfadmin -- sh -lc 'exec bsub -app %s -I -m %s %s'" % (app, name, command))
 
 
 @pytest.mark.parametrize("name", GPU_NODES)
-def test_each_gpu_node_runs_the_variant_built_for_it(name, variant_images):
+def test_each_gpu_node_runs_the_variant_built_for_it(name):
     node = _node(name)
     result = _bsub(node, name, "deeplearning", "/bin/busybox cat /etc/hpc-variant")
     assert result.rc == 0, result.stdout + result.stderr
@@ -84,7 +74,7 @@ def test_the_gpu_nodes_need_different_variants():
 
 
 @pytest.mark.parametrize("name", GPU_NODES)
-def test_a_logical_image_no_variant_fits_fails_the_job_at_start(name, variant_images):
+def test_a_logical_image_no_variant_fits_fails_the_job_at_start(name):
     node = _node(name)
     result = _bsub(node, name, "hopper", "/bin/busybox echo never")
     assert result.rc == 3, result.stdout + result.stderr
@@ -115,13 +105,18 @@ def test_lsf_knows_each_hosts_platform():
     assert sorted(json.loads(_node("gpu01").file(CATALOGUE).content_string)) == ["deeplearning", "hopper"]
 
 
-def _drift_check(limit):
-    """site.yml in --check --diff on ``limit`` and the LSF master (which site.yml's pre-flight insists on)."""
+def _site(limit, tags="lsf", check=True):
+    """site.yml (in --check --diff) on ``limit`` and the LSF master (which site.yml's pre-flight insists on)."""
     limit = ",".join(sorted(set(RUNNER.get_hosts("lsf_master")) | {limit}))
     env = dict(os.environ, ANSIBLE_NOCOLOR="1")
-    return subprocess.run([ansible_tool("ansible-playbook"), "-i", INVENTORY, "--check", "--diff", "--tags", "lsf",
-                           "--limit", limit, str(PLAYBOOKS / "site.yml")],
+    return subprocess.run([ansible_tool("ansible-playbook"), "-i", INVENTORY] + (["--check", "--diff"] if check else [])
+                          + ["--tags", tags, "--limit", limit, str(PLAYBOOKS / "site.yml")],
                           env=env, capture_output=True, text=True, check=False)
+
+
+def _changed(result, name):
+    recap = [line.split() for line in result.stdout.splitlines() if line.startswith(name + " ") and "changed=" in line]
+    return int([part for part in recap[-1] if part.startswith("changed=")][0].split("=")[1])
 
 
 @pytest.mark.parametrize("name, path, edit", [
@@ -134,11 +129,56 @@ def test_an_edited_platform_file_or_catalogue_is_drift(name, path, edit):
     node.run_expect([0], edit % path)
     try:
         assert node.check_output("cat %s", path) != saved
-        result = _drift_check(name)
+        result = _site(name)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         assert "--- before: %s" % path in result.stdout, result.stdout[-3000:]
-        assert "changed=0" not in [part for line in result.stdout.splitlines() if line.startswith(name)
-                                   for part in line.split()], result.stdout[-1500:]
+        assert _changed(result, name) > 0, result.stdout[-1500:]
     finally:
         node.run_expect([0], "cat > %s <<'HPC_EOF'\n%s\nHPC_EOF" % (path, saved))
     assert node.check_output("cat %s", path) == saved
+
+
+def _registry(tag, **args):
+    rc, result = adhoc("head", "hpc.gpu_containers.registry_image_index", dict(
+        registry="head:5000", repository="hpc/deeplearning", tag=tag, username="hpcadmin",
+        password="testbed-registry-pw", ca_path="/etc/docker/certs.d/head:5000/ca.crt", **args))
+    assert rc == 0, result
+    return result
+
+
+def test_the_variants_are_pushed_recorded_and_published_with_their_features():
+    record = json.loads(_node("head").file(RECORD).content_string)
+    assert sorted(record) == sorted("%s:%s" % (REPO, variant) for variant in VARIANTS)
+    for variant in VARIANTS:
+        assert record["%s:%s" % (REPO, variant)] == _registry(variant)["digest"], variant
+    index = _registry("variants")
+    assert sorted(index["platforms"]) == [
+        "linux/amd64+compute_70,cuda11.0,sm_70", "linux/amd64+cuda12.2,sm_80,x86-64-v2",
+        "linux/amd64+cuda12.2,sm_80,x86-64-v4"]
+
+
+def test_a_variant_replaced_in_the_registry_is_drift_and_the_next_run_pushes_it_again():
+    """Another image pushed under cuda11-sm70 (from gpu02, which does not run that variant): the drift check on
+    head shows the record's diff and the push it would make; a run pushes the built image again."""
+    built = _registry("cuda11-sm70")["digest"]
+    _node("gpu02").run_expect([0], "docker tag head:5000/hpc/verify:1 %s:cuda11-sm70 && docker push -q %s:cuda11-sm70"
+                              % (REPO, REPO))
+    try:
+        assert _registry("cuda11-sm70")["digest"] != built
+        drift = _site("head", tags="images")
+        assert drift.returncode == 0, drift.stdout[-3000:] + drift.stderr[-3000:]
+        assert "--- before: %s" % RECORD in drift.stdout and built in drift.stdout, drift.stdout[-3000:]
+        assert "Push each variant the registry does not hold as built here" in drift.stdout
+        assert _changed(drift, "head") > 0
+    finally:
+        repair = _site("head", tags="images", check=False)
+        _node("gpu02").run("docker rmi %s:cuda11-sm70" % REPO)
+    assert repair.returncode == 0, repair.stdout[-3000:] + repair.stderr[-3000:]
+    # the registry holds head's built image again (same image id), and the record says what it holds
+    local_id = _node("head").check_output("docker image inspect --format '{{.Id}}' %s:cuda11-sm70" % REPO)
+    again = _registry("cuda11-sm70", architecture="x86_64")
+    assert again["image"]["config_digest"] == local_id
+    record = json.loads(_node("head").file(RECORD).content_string)
+    assert record["%s:cuda11-sm70" % REPO] == again["digest"]
+    clean = _site("head", tags="images")
+    assert clean.returncode == 0 and _changed(clean, "head") == 0, clean.stdout[-3000:]
