@@ -305,6 +305,7 @@ def ansible_env(forks):
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
         "MOLECULE_EPHEMERAL_DIRECTORY": str(STATE / "stage"),
+        "MOLECULE_PROJECT_DIRECTORY": str(ROOT),
     })
     (STATE / "stage").mkdir(parents=True, exist_ok=True)
     return env

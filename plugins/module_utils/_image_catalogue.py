@@ -682,6 +682,41 @@ def image_index(catalogue, logical_name):
     return {"registry": host, "repository": repository, "images": tags, "features": features}
 
 
+def builds(catalogue, sources, architecture):
+    """The variants a host of ``architecture`` builds: those of its architecture that ``sources`` names, as
+    ``logical/variant`` (``{"deeplearning/cuda12-sm80": {"context": dir} or {"archive": tar}}``), in catalogue
+    order. Each: ``logical``, ``name``, ``image``, ``tag``, ``registry``, ``repository``, ``features`` (the index's
+    platform features) and ``source``. CatalogueError for a source that names no variant, or one with neither or
+    both of ``context`` and ``archive``."""
+    catalogue = validate(catalogue)
+    if not isinstance(sources, dict):
+        raise CatalogueError("the variant sources must be a mapping of logical/variant names, got %s"
+                             % type(sources).__name__)
+    known = ["%s/%s" % (logical, variant["name"]) for logical in catalogue for variant in catalogue[logical]["variants"]]
+    unknown = sorted(str(key) for key in sources if key not in known)
+    if unknown:
+        raise CatalogueError("the variant sources name %s, which no variant of the catalogue is (its variants: %s)"
+                             % (", ".join(unknown), ", ".join(known) or "none"))
+    for key, source in sorted(sources.items()):
+        if not isinstance(source, dict) or len({"context", "archive"} & set(source)) != 1:
+            raise CatalogueError("variant source %s: give either context (a build directory) or archive (an image "
+                                 "tar), got %r" % (key, source))
+    architecture = normalize_architecture(architecture)
+    out = []
+    for logical in catalogue:
+        mine = [variant for variant in catalogue[logical]["variants"]
+                if "%s/%s" % (logical, variant["name"]) in sources and variant["architecture"] == architecture]
+        if not mine:
+            continue
+        index = image_index(catalogue, logical)
+        for variant in mine:
+            tag = _IMAGE_RE.match(variant["image"]).group("tag")
+            out.append({"logical": logical, "name": variant["name"], "image": variant["image"], "tag": tag,
+                        "registry": index["registry"], "repository": index["repository"],
+                        "features": index["features"][tag], "source": sources["%s/%s" % (logical, variant["name"])]})
+    return out
+
+
 # ---------------------------------------------------------------- command
 
 
