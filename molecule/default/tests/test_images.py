@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -109,13 +110,16 @@ def _site(limit, tags="lsf", check=True):
     """site.yml (in --check --diff) on ``limit`` and the LSF master (which site.yml's pre-flight insists on)."""
     limit = ",".join(sorted(set(RUNNER.get_hosts("lsf_master")) | {limit}))
     env = dict(os.environ, ANSIBLE_NOCOLOR="1")
+    env.pop("ANSIBLE_FORCE_COLOR", None)  # molecule sets it, and it wins over ANSIBLE_NOCOLOR
     return subprocess.run([ansible_tool("ansible-playbook"), "-i", INVENTORY] + (["--check", "--diff"] if check else [])
                           + ["--tags", tags, "--limit", limit, str(PLAYBOOKS / "site.yml")],
                           env=env, capture_output=True, text=True, check=False)
 
 
 def _changed(result, name):
-    recap = [line.split() for line in result.stdout.splitlines() if line.startswith(name + " ") and "changed=" in line]
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in result.stdout.splitlines()]
+    recap = [line.split() for line in lines if line.startswith(name + " ") and "changed=" in line]
+    assert recap, "no PLAY RECAP line for %s in:\n%s" % (name, result.stdout[-1500:])
     return int([part for part in recap[-1] if part.startswith("changed=")][0].split("=")[1])
 
 
