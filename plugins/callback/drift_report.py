@@ -88,6 +88,10 @@ _PASSWORD_HASHES = re.compile(
 _DOCKER_AUTH = re.compile(r'("(?:auth|identitytoken)"\s*:\s*")([^"\s]+)(")', re.I)
 
 
+FINGERPRINT_ACTIONS = ("hpc.gpu_containers.drift_fingerprint", "drift_fingerprint")
+GROUP_BY_ACTIONS = ("ansible.builtin.group_by", "group_by", "ansible.legacy.group_by")
+
+
 def _fingerprint(secret):
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
@@ -172,6 +176,11 @@ def _censored(task, result):
             or _truthy(getattr(task, "no_log", None)))
 
 
+def _clean_by_fast_path(entry):
+    fast = entry.get("fast_path") or {}
+    return bool(fast.get("clean")) and not fast.get("full_check")
+
+
 def render_markdown(report):
     """The human summary: one section per host with drift, diffs in fenced blocks."""
     lines = ["# Drift report", ""]
@@ -187,12 +196,33 @@ def render_markdown(report):
     lines.append("")
     if not summary["changes"] and not summary["failed_tasks"] and not summary["unreachable_hosts"]:
         lines.append("No drift: every checked host matches the configuration.")
+    clean = sorted(host for host, entry in report["hosts"].items() if _clean_by_fast_path(entry))
+    if clean:
+        lines.append("")
+        lines.append("Fast path: %s matched the fingerprint of the last full converge and got no further check."
+                     % ", ".join(clean))
+    differed = sorted(host for host, entry in report["hosts"].items()
+                      if (entry.get("fast_path") or {}).get("differences") and not entry["changed"])
+    if differed:
+        lines.append("")
+        lines.append("Checked in full because their fingerprint differed, no drift found: %s." % "; ".join(
+            "%s (%s)" % (host, ", ".join(report["hosts"][host]["fast_path"]["differences"])) for host in differed))
+    checked = sorted(host for host, entry in report["hosts"].items()
+                     if (entry.get("fast_path") or {}).get("clean") and not _clean_by_fast_path(entry))
+    if checked:
+        lines.append("")
+        lines.append("Checked in full although their fingerprint matched: %s (the LSF master, whose files describe "
+                     "the other nodes, gets the full check when any node does)." % ", ".join(checked))
     for host in sorted(report["hosts"]):
         entry = report["hosts"][host]
         if not entry["changed"] and not entry["failed"]:
             continue
         lines.append("## %s" % host)
         lines.append("")
+        if (entry.get("fast_path") or {}).get("differences"):
+            lines.append("Fingerprint differences (hence the full check): %s"
+                         % ", ".join("`%s`" % d for d in entry["fast_path"]["differences"]))
+            lines.append("")
         for change in entry["changed"]:
             what = change["task"]
             if change.get("item") is not None:
@@ -273,6 +303,7 @@ class CallbackModule(CallbackBase):
                 "changes": changes,
                 "failed_tasks": sum(len(h["failed"]) for h in self._hosts.values()),
                 "unreachable_hosts": len(self._unreachable),
+                "hosts_clean_by_fast_path": sum(1 for h in self._hosts.values() if _clean_by_fast_path(h)),
             },
             "hosts": self._hosts,
             "unreachable": self._unreachable,
@@ -341,8 +372,14 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_ok(self, result):
         if self._is_gate(result._task):
             return
-        self._host_entry(result._host.get_name())
+        entry = self._host_entry(result._host.get_name())
         res = result._result
+        if result._task.action in FINGERPRINT_ACTIONS and isinstance(res.get("clean"), bool) and not res.get("changed"):
+            # the drift fast path's comparison: a clean host gets no further check
+            entry["fast_path"] = {"clean": res["clean"], "full_check": False,
+                                  "differences": [redact(str(d)) for d in res.get("differences") or []]}
+        elif entry.get("fast_path") is not None and result._task.action not in GROUP_BY_ACTIONS:
+            entry["fast_path"]["full_check"] = True  # a task ran after the fast path: the host got the full check
         if res.get("changed") and not isinstance(res.get("results"), list):
             self._record_change(result)
 

@@ -167,86 +167,11 @@ image:
   sample: {"platform": "linux/amd64", "digest": "sha256:9a1c...", "config_digest": "sha256:77b0..."}
 """
 
-import base64
-import json
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.urls import open_url
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_index as model
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._registry_api import Registry, RegistryError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import go_arch
-
-
-class RegistryError(Exception):
-    """A request the registry refused or did not answer."""
-
-
-class Registry:
-    """The few calls of the registry's HTTP API this module makes (basic authentication)."""
-
-    def __init__(self, params):
-        self.base = "%s://%s/v2/%s" % ("http" if params["insecure"] else "https", params["registry"],
-                                       params["repository"].strip("/"))
-        self.reference = "%s/%s" % (params["registry"], params["repository"].strip("/"))
-        self.headers = {}
-        if params["username"]:
-            token = "%s:%s" % (params["username"], params["password"] or "")
-            self.headers["Authorization"] = "Basic " + base64.b64encode(token.encode("utf-8")).decode("ascii")
-        self.ca_path = params["ca_path"]
-        self.timeout = params["timeout"]
-
-    def _request(self, method, path, accept=None, data=None, content_type=None):
-        headers = dict(self.headers)
-        if accept:
-            headers["Accept"] = accept
-        if content_type:
-            headers["Content-Type"] = content_type
-        url = "%s/%s" % (self.base, path)
-        try:
-            kwargs = {"ca_path": self.ca_path} if self.ca_path else {}
-            response = open_url(url, method=method, headers=headers, data=data, timeout=self.timeout,
-                                follow_redirects="all", **kwargs)
-            return response.read(), response.headers
-        except HTTPError as exc:
-            if exc.code == 404 and method == "GET":
-                return None, None
-            try:
-                detail = exc.read().decode("utf-8", "replace").strip()[:300]
-            except (OSError, AttributeError):
-                detail = ""  # the body is only for the message
-            hint = " (check the registry account)" if exc.code in (401, 403) else ""
-            raise RegistryError("%s %s: HTTP %d%s %s" % (method, url, exc.code, hint, detail))
-        except (URLError, OSError, ValueError) as exc:
-            raise RegistryError("%s %s: %s" % (method, url, getattr(exc, "reason", exc)))
-
-    def manifest(self, tag, accept=model.ACCEPT_ANY):
-        """(document, body bytes, media type) of a tag or digest; (None, None, None) when it is not there."""
-        body, headers = self._request("GET", "manifests/%s" % tag, accept=accept)
-        if body is None:
-            return None, None, None
-        try:
-            document = json.loads(body.decode("utf-8"))
-        except ValueError:
-            raise RegistryError("%s:%s: the registry's answer is not a JSON manifest" % (self.reference, tag))
-        media_type = document.get("mediaType") or (headers.get("Content-Type") or "").split(";")[0].strip()
-        return document, body, media_type
-
-    def config(self, manifest, tag):
-        """The image configuration blob a manifest names, parsed."""
-        digest = ((manifest or {}).get("config") or {}).get("digest")
-        if not digest:
-            raise RegistryError("%s:%s: the manifest names no image configuration" % (self.reference, tag))
-        body, _headers = self._request("GET", "blobs/%s" % digest)
-        if body is None:
-            raise RegistryError("%s:%s: its configuration %s is not in the registry" % (self.reference, tag, digest))
-        try:
-            return json.loads(body.decode("utf-8"))
-        except ValueError:
-            raise RegistryError("%s:%s: its configuration is not JSON" % (self.reference, tag))
-
-    def put_manifest(self, tag, body, media_type):
-        self._request("PUT", "manifests/%s" % tag, data=body, content_type=media_type)
 
 
 def _single_platform(registry, tag, document):

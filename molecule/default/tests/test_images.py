@@ -169,6 +169,10 @@ def test_a_variant_replaced_in_the_registry_is_drift_and_the_next_run_pushes_it_
                               % (REPO, REPO))
     try:
         assert _registry("cuda11-sm70")["digest"] != built
+        rc, fast_path = adhoc("head", "hpc.gpu_containers.drift_fingerprint",
+                              {"inputs": "{{ lookup('hpc.gpu_containers.drift_inputs') }}"}, become=True)
+        assert rc == 0 and not fast_path["clean"], fast_path
+        assert "manifest:%s:cuda11-sm70" % REPO in fast_path["differences"], fast_path
         drift = _site("head", tags="images")
         assert drift.returncode == 0, drift.stdout[-3000:] + drift.stderr[-3000:]
         assert "--- before: %s" % RECORD in drift.stdout and built in drift.stdout, drift.stdout[-3000:]

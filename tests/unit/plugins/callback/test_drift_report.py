@@ -129,3 +129,67 @@ def test_render_diff_cuts_long_diffs():
     text = render_diff({"before": before, "after": ""}, max_lines=10)
     assert text.splitlines()[-1] == "... diff cut after 10 lines"
     assert len(text.splitlines()) == 11
+
+
+FAST_PATH_PLAY = """\
+- name: Stand-in fast path
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Compare the node with its fingerprint
+      hpc.gpu_containers.drift_fingerprint:
+        path: "{{ record }}"
+        inputs: "{{ inputs | default('same-inputs') }}"
+      register: hpc_drift_fingerprint
+      when: ansible_check_mode
+    - name: Leave out the nodes where nothing changed
+      ansible.builtin.group_by:
+        key: hpc_drift_clean
+      changed_when: false
+      when: hpc_drift_fingerprint.clean | default(false)
+
+"""
+RECORD_TASK = """\
+    - name: Record
+      hpc.gpu_containers.drift_fingerprint:
+        path: "{{ record }}"
+        state: record
+        inputs: same-inputs
+        items: {paths: ["{{ managed_file }}", "{{ other_file }}"]}
+      when: not ansible_check_mode
+"""
+# The stand-in site with the fast path in front (its plays leave the clean hosts out) and the record at its end.
+FAST_SITE = FAST_PATH_PLAY + SITE.replace(
+    "hosts: all", "hosts: \"all{{ ':!hpc_drift_clean' if 'hpc_drift_clean' in groups else '' }}\"") + RECORD_TASK
+
+
+def test_the_fast_path_is_reported_clean_or_with_the_differences_that_sent_a_host_to_the_full_check(tmp_path):
+    (tmp_path / "site.yml").write_text(FAST_SITE)
+    shutil.copy(ROOT / "playbooks" / "drift.yml", tmp_path / "drift.yml")
+    record = "record=%s" % (tmp_path / "fingerprint.json")
+    proc, _report, _dir = _run(tmp_path, tmp_path / "site.yml", "-e", record)  # the converge records
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc, report, report_dir = _run(tmp_path, tmp_path / "drift.yml", "--check", "--diff", "-e", record)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["hosts"]["nodeA"]["fast_path"] == {"clean": True, "full_check": False, "differences": []}
+    assert report["summary"]["hosts_clean_by_fast_path"] == 1
+    assert "Fast path: nodeA matched the fingerprint" in (report_dir / "drift.md").read_text()
+    assert "TASK [Managed file]" not in proc.stdout  # the clean host got no further check
+    assert "TASK [Untouched setting]" not in proc.stdout
+    # other inputs, nothing drifted: the full check finds nothing, and the report says why it ran
+    proc, report, report_dir = _run(tmp_path, tmp_path / "drift.yml", "--check", "--diff", "-e", record,
+                                    "-e", "inputs=other-inputs")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["hosts"]["nodeA"]["fast_path"] == {"clean": False, "full_check": True, "differences": ["inputs"]}
+    assert "Checked in full because their fingerprint differed, no drift found: nodeA (inputs)." in (
+        report_dir / "drift.md").read_text()
+    (tmp_path / "managed.conf").write_text("wanted=0\n")
+    proc, report, report_dir = _run(tmp_path, tmp_path / "drift.yml", "--check", "--diff", "-e", record)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    entry = report["hosts"]["nodeA"]
+    assert entry["fast_path"] == {"clean": False, "full_check": True,
+                                  "differences": ["path:%s" % (tmp_path / "managed.conf")]}
+    assert [c["task"] for c in entry["changed"]] == ["Managed file"]
+    assert report["summary"]["hosts_clean_by_fast_path"] == 0
+    assert "Fingerprint differences (hence the full check): `path:%s`" % (tmp_path / "managed.conf") in (
+        report_dir / "drift.md").read_text()

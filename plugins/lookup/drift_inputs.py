@@ -1,0 +1,106 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The drift_inputs lookup: one digest of everything on the controller that decides what a converge writes."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: drift_inputs
+short_description: The digest of a host's inputs to the collection's roles, for the drift fast path
+version_added: 0.2.0
+description:
+  - Returns the sha256 of, for the host the task runs for, every variable the collection's roles read (names
+    starting with C(docker_engine_), C(nvidia_container_runtime_), C(container_registry_), C(container_verify_),
+    C(lsf_docker_), C(slurm_docker_), C(rootless_runtimes_), C(image_variants_) or C(hpc_), except the run's own
+    switches C(hpc_site_serial) and C(hpc_drift_*) and the roles' C(*_drift_items)), each templated; the host's
+    groups and every group's members; and the content of the collection itself (its plugins, roles and
+    playbooks), so that a new release or a local change to the collection is an input change.
+  - Take it before any role runs (C(site.yml) does, in its first play), so that registered results and facts the
+    roles set do not count.
+  - Variables are templated without the host's facts (the drift check gathers none); a variable built from facts
+    counts by its expression, and the facts themselves are compared on the node by
+    M(hpc.gpu_containers.drift_fingerprint) (C(node), C(gpus)). A variable that cannot be templated that way
+    counts as its error's name, the same at converge and at the check.
+  - The value feeds M(hpc.gpu_containers.drift_fingerprint) O(hpc.gpu_containers.drift_fingerprint#module:inputs).
+options:
+  _terms:
+    description: Not used.
+    required: false
+author:
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
+"""
+
+EXAMPLES = r"""
+- name: The drift fast path
+  hpc.gpu_containers.drift_fingerprint:
+    inputs: "{{ lookup('hpc.gpu_containers.drift_inputs') }}"
+"""
+
+RETURN = r"""
+_raw:
+  description: One sha256, hexadecimal.
+  type: list
+  elements: str
+"""
+
+import hashlib
+import json
+import os
+import re
+
+from ansible.plugins.lookup import LookupBase
+
+PREFIXES = re.compile(r"^(docker_engine|nvidia_container_runtime|container_registry|container_verify|lsf_docker"
+                      r"|slurm_docker|rootless_runtimes|image_variants|hpc)_")
+RUN_SWITCHES = re.compile(r"^(hpc_site_serial|hpc_drift_.*|.*_drift_items(_.*)?)$")
+# What makes the collection: its code and roles; not its tests, benchmarks or documentation.
+CONTENT = ("plugins", "roles", "playbooks", "galaxy.yml", "MANIFEST.json")
+_COLLECTION_DIGEST = {}
+
+
+def collection_digest(root):
+    """sha256 over the names and contents of the collection's files under ``root`` (once per process)."""
+    if root in _COLLECTION_DIGEST:
+        return _COLLECTION_DIGEST[root]
+    digest = hashlib.sha256()
+    for part in CONTENT:
+        top = os.path.join(root, part)
+        paths = [top] if os.path.isfile(top) else []
+        for base, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            paths += [os.path.join(base, name) for name in sorted(files) if not name.endswith(".pyc")]
+        for path in paths:
+            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            with open(path, "rb") as handle:
+                digest.update(hashlib.sha256(handle.read()).digest())
+    _COLLECTION_DIGEST[root] = digest.hexdigest()
+    return _COLLECTION_DIGEST[root]
+
+
+def inputs_digest(values, group_names, groups, collection):
+    """The digest of templated variable values, the host's groups, all groups' members and the collection."""
+    document = {"variables": values, "group_names": sorted(group_names),
+                "groups": {name: sorted(members) for name, members in sorted(groups.items())},
+                "collection": collection}
+    return hashlib.sha256(json.dumps(document, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+class LookupModule(LookupBase):
+    def run(self, terms, variables=None, **kwargs):
+        variables = variables or {}
+        factless = {name: value for name, value in variables.items()
+                    if name != "ansible_facts" and not name.startswith("ansible_")}
+        templar = self._templar.copy_with_new_env(available_variables=factless)
+        values = {}
+        for name in sorted(variables):
+            if not PREFIXES.match(name) or RUN_SWITCHES.match(name):
+                continue
+            try:
+                values[name] = templar.template(variables[name])
+            # Whatever templating raises counts by its kind (see DOCUMENTATION).
+            except Exception as err:  # pylint: disable=broad-exception-caught
+                values[name] = "<not templated: %s>" % type(err).__name__
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        groups = {name: list(members) for name, members in dict(variables.get("groups") or {}).items()}
+        return [inputs_digest(values, list(variables.get("group_names") or []), groups, collection_digest(root))]

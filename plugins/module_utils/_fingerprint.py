@@ -1,0 +1,243 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The drift fingerprint of a node: one digest per thing the collection manages on it.
+
+A converge records, on each node, the list of what it manages there (``items``) with the digest of each and a
+digest of the inputs that produced them (the run's variables, the collection). The drift check recomputes the
+digests of the recorded items and compares: a node whose items and inputs all match is clean, and nothing more
+needs to run on it; any difference (or no record at all) sends it through the full check.
+
+Items, by kind (each a list of names):
+
+``paths``     files and directories (a directory: every entry below it, recursively): type, mode, owner, group
+              and content (sha256) or link target; ``absent`` when missing.
+``packages``  installed package versions (dpkg or rpm), ``absent`` when not installed.
+``services``  systemd units: active state, sub-state and unit-file state (enabled, masked...).
+``groups``    group id and members (``/etc/group`` through ``grp``).
+``images``    the local Docker image id of each reference.
+``manifests`` the registry's digest of each image reference (``registry/repository:tag``), asked with the
+              node's own registry login and trust (an image replaced in the registry behind the collection's back).
+``node``      (true/false) the node facts the roles read: machine, host name, OS release.
+``gpus``      (true/false) the GPU facts (NVML, through whatever driver the node has) and the CPU facts.
+
+Nothing here imports Ansible: the command runner and the GPU fact reader are passed in.
+"""
+
+from __future__ import annotations
+
+import grp
+import hashlib
+import json
+import os
+import platform
+import stat
+
+KINDS = ("paths", "packages", "services", "groups", "images", "manifests", "node", "gpus")
+RECORD_VERSION = 1
+
+
+class FingerprintError(Exception):
+    """Bad items (a relative path, an unknown kind)."""
+
+
+def _sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_items(items):
+    """``items`` checked and canonical: every list kind a sorted list of unique strings, ``node``/``gpus`` true or
+    left out; unknown kinds refused. A list of such mappings (one per role) is merged: lists joined, switches or-ed."""
+    if isinstance(items, (list, tuple)):
+        merged = {}
+        for part in items:
+            for kind, value in canonical_items(part).items():
+                merged[kind] = True if value is True else sorted(set(merged.get(kind) or []) | set(value))
+        return merged
+    if not isinstance(items, dict):
+        raise FingerprintError("items must be a mapping of kinds (%s)" % ", ".join(KINDS))
+    unknown = sorted(str(kind) for kind in items if kind not in KINDS)
+    if unknown:
+        raise FingerprintError("unknown item kind(s) %s; the kinds are %s" % (", ".join(unknown), ", ".join(KINDS)))
+    out = {}
+    for kind in KINDS:
+        if kind in ("node", "gpus"):  # switches: the node's own facts
+            if items.get(kind):
+                out[kind] = True
+            continue
+        names = items.get(kind) or []
+        if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple, set)):
+            raise FingerprintError("items.%s must be a list of names, got %r" % (kind, names))
+        names = sorted({str(name) for name in names if name is not None and str(name) != ""})
+        if kind == "paths":
+            relative = [name for name in names if not os.path.isabs(name)]
+            if relative:
+                raise FingerprintError("items.paths must be absolute: %s" % ", ".join(relative))
+            names = sorted({os.path.normpath(name) for name in names})
+        if names:
+            out[kind] = names
+    return out
+
+
+# ---------------------------------------------------------------- paths
+
+
+def _entry_digest(path, st):
+    head = "%o:%d:%d" % (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+    if stat.S_ISLNK(st.st_mode):
+        return "link:%s:%s" % (head, os.readlink(path))
+    if stat.S_ISREG(st.st_mode):
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        return "file:%s:%s" % (head, digest.hexdigest())
+    if stat.S_ISDIR(st.st_mode):
+        return "dir:%s" % head
+    return "other:%s:%o" % (head, stat.S_IFMT(st.st_mode))
+
+
+def path_digest(path):
+    """One path's digest; a directory's covers every entry below it (names, metadata, contents)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "absent"
+    except OSError as err:
+        return "unreadable:%s" % (err.strerror or err)
+    if not stat.S_ISDIR(st.st_mode):
+        return _sha256(_entry_digest(path, st).encode())
+    lines = [".\t" + _entry_digest(path, st)]
+    for top, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(dirs + files):
+            full = os.path.join(top, name)
+            try:
+                lines.append("%s\t%s" % (os.path.relpath(full, path), _entry_digest(full, os.lstat(full))))
+            except OSError as err:
+                lines.append("%s\tunreadable:%s" % (os.path.relpath(full, path), err.strerror or err))
+    return _sha256("\n".join(lines).encode("utf-8", "surrogateescape"))
+
+
+# ---------------------------------------------------------------- packages, services, images
+
+
+def _packages(names, run):
+    """name -> version (or ``absent``) from dpkg-query, else rpm."""
+    out = {name: "absent" for name in names}
+    rc, stdout, dummy = run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${db:Status-Status}\n"] + list(names))
+    if rc is None:  # no dpkg: an rpm system
+        query = "%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}.%{ARCH}\tinstalled\n"
+        rc, stdout, dummy = run(["rpm", "-q", "--qf", query] + list(names))
+        if rc is None:
+            return {name: "unknown" for name in names}
+    for line in stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0] in out and parts[2] == "installed":
+            out[parts[0]] = parts[1]
+    return out
+
+
+def _services(names, run):
+    """unit -> ``active-state/sub-state/unit-file-state`` from one ``systemctl show``."""
+    out = {name: "unknown" for name in names}
+    rc, stdout, dummy = run(["systemctl", "show", "--property=Id,ActiveState,SubState,UnitFileState", "--"] + list(names))
+    if rc is None:
+        return out
+    blocks = stdout.strip().split("\n\n")
+    for name, block in zip(names, blocks):  # systemctl show prints one block per unit, in order
+        values = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        out[name] = "%s/%s/%s" % (values.get("ActiveState", ""), values.get("SubState", ""),
+                                  values.get("UnitFileState", ""))
+    return out
+
+
+def _groups(names):
+    out = {}
+    for name in names:
+        try:
+            entry = grp.getgrnam(name)
+        except KeyError:
+            out[name] = "absent"
+        else:
+            out[name] = "%d:%s" % (entry.gr_gid, ",".join(sorted(entry.gr_mem)))
+    return out
+
+
+def _images(names, run):
+    out = {}
+    for name in names:
+        rc, stdout, dummy = run(["docker", "image", "inspect", "--format", "{{.Id}}", name])
+        out[name] = stdout.strip() if rc == 0 else ("absent" if rc is not None else "no docker")
+    return out
+
+
+def _node():
+    release = {}
+    try:
+        with open("/etc/os-release", encoding="utf-8") as handle:
+            for line in handle:
+                key, sep, value = line.strip().partition("=")
+                if sep and key in ("ID", "VERSION_ID"):
+                    release[key] = value.strip('"')
+    except OSError:
+        pass
+    return json.dumps({"machine": platform.machine(), "node": platform.node(), "release": release}, sort_keys=True)
+
+
+# ---------------------------------------------------------------- the fingerprint
+
+
+def compute(items, run, gpu_facts=None, manifest_digest=None):
+    """``key -> digest`` for canonical ``items``. ``run(argv)`` returns ``(rc, stdout, stderr)``, rc None when the
+    command is not there; ``gpu_facts()`` returns the node's GPU facts (a dict); ``manifest_digest(reference)``
+    the registry's digest of an image reference (or why there is none)."""
+    state = {}
+    for name in items.get("paths", []):
+        state["path:" + name] = path_digest(name)
+    for kind, values in (("package", _packages(items.get("packages", []), run) if items.get("packages") else {}),
+                         ("service", _services(items.get("services", []), run) if items.get("services") else {}),
+                         ("group", _groups(items.get("groups", []))),
+                         ("image", _images(items.get("images", []), run) if items.get("images") else {}),
+                         ("manifest", {name: manifest_digest(name) if manifest_digest else "unknown"
+                                       for name in items.get("manifests", [])})):
+        for name, value in values.items():
+            state["%s:%s" % (kind, name)] = _sha256(value.encode())
+    if items.get("node"):
+        state["node"] = _sha256(_node().encode())
+    if items.get("gpus"):
+        facts = gpu_facts() if gpu_facts else {}
+        state["gpus"] = _sha256(json.dumps(facts, sort_keys=True, default=str).encode())
+    return state
+
+
+def record_text(items, inputs, state):
+    """The record file's text (JSON, sorted)."""
+    return json.dumps({"version": RECORD_VERSION, "inputs": inputs, "items": items, "state": state},
+                      indent=1, sort_keys=True) + "\n"
+
+
+def load_record(text):
+    """The record from its text, or None when it is missing, unreadable or of another version."""
+    if not text:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or record.get("version") != RECORD_VERSION:
+        return None
+    if not isinstance(record.get("items"), dict) or not isinstance(record.get("state"), dict):
+        return None
+    return record
+
+
+def differences(record, inputs, state):
+    """What differs between ``record`` and the node now: a sorted list of keys (``inputs``, ``path:/etc/...``),
+    ``["no record"]`` when there is none. Names only, never values."""
+    if record is None:
+        return ["no record"]
+    out = [] if record.get("inputs") == inputs else ["inputs"]
+    keys = set(record["state"]) | set(state)
+    out += sorted(key for key in keys if record["state"].get(key) != state.get(key))
+    return out

@@ -1,0 +1,212 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: drift_fingerprint
+short_description: Record what the collection manages on a node, or check in one step that nothing of it changed
+version_added: 0.2.0
+description:
+  - The drift fast path. At the end of a converge, O(state=record) writes to O(path) the list of everything the
+    collection manages on the node (O(items)), a digest of each and the digest of the run's inputs (O(inputs),
+    from the P(hpc.gpu_containers.drift_inputs#lookup) lookup).
+  - O(state=check) recomputes the digests of the recorded items and compares them and O(inputs) with the
+    record. RV(clean) is true only when all match; RV(differences) names what differs (never values). It changes
+    nothing, also outside check mode.
+  - The record holds digests only, but the inputs digest covers registry passwords, so the file is C(0600).
+author:
+  - hpc.gpu_containers contributors (@hpc-gpu-containers)
+options:
+  path:
+    description: The record file.
+    type: path
+    default: /var/lib/hpc-gpu-containers/drift-fingerprint.json
+  state:
+    description: V(record) writes the record (again only when it differs); V(check) compares with it.
+    type: str
+    choices: [record, check]
+    default: check
+  inputs:
+    description: The digest of the run's inputs (the P(hpc.gpu_containers.drift_inputs#lookup) lookup).
+    type: str
+    required: true
+  items:
+    description:
+      - What the collection manages on this node, by kind, with O(state=record) (a check reads them from the
+        record).
+      - C(paths) (files; a directory covers everything below it), C(packages), C(services) (systemd units),
+        C(groups) (members), C(images) (local Docker image ids), C(manifests) (the registry's digest of each
+        C(registry/repository:tag), asked with the node's Docker login in C(~/.docker/config.json) and its trust in
+        C(/etc/docker/certs.d), or plain HTTP for a registry in daemon.json's C(insecure-registries)), C(node)
+        (true - machine, host name, OS release) and C(gpus) (true - the GPU and CPU facts of
+        M(hpc.gpu_containers.gpu_facts)).
+      - A list of such mappings (one per role) is merged.
+    type: raw
+    default: {}
+attributes:
+  check_mode:
+    support: full
+    description: O(state=record) reports whether the record would change and writes nothing.
+  diff_mode:
+    support: none
+    description: The record holds digests; RV(differences) names what differs.
+  idempotent:
+    support: full
+    description: A second O(state=record) on an unchanged node changes nothing.
+notes:
+  - One module execution per node, whatever the number of items; the files are read and hashed on the node.
+"""
+
+EXAMPLES = r"""
+- name: Record what this run manages on the node
+  hpc.gpu_containers.drift_fingerprint:
+    state: record
+    inputs: "{{ lookup('hpc.gpu_containers.drift_inputs') }}"
+    items:
+      paths: [/etc/docker/daemon.json, /etc/nvidia-container-runtime]
+      packages: [docker.io, nvidia-container-toolkit]
+      services: [docker]
+      groups: [docker]
+      node: true
+      gpus: true
+
+- name: The drift fast path
+  hpc.gpu_containers.drift_fingerprint:
+    inputs: "{{ lookup('hpc.gpu_containers.drift_inputs') }}"
+  register: fingerprint
+"""
+
+RETURN = r"""
+clean:
+  description: O(state=check) - the record exists and every item and the inputs match it.
+  returned: always
+  type: bool
+  sample: false
+differences:
+  description: What differs from the record (item keys, V(inputs), or V(no record)); with O(state=record), from the
+    record before this run.
+  returned: always
+  type: list
+  elements: str
+  sample: ["path:/etc/docker/daemon.json", "service:docker"]
+compared:
+  description: The number of digests compared or recorded.
+  returned: always
+  type: int
+  sample: 23
+"""
+
+import base64
+import json
+import os
+import pwd
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _cpuinfo, _fingerprint, _nvml, _nvml_ctypes
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_index import digest_of
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._registry_api import Registry, RegistryError
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+
+
+def _gpu_facts():
+    facts = _nvml.collect(_nvml_ctypes.Nvml(), "/dev")
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            cpuinfo = handle.read()
+    except OSError:
+        cpuinfo = ""
+    facts["cpu"] = _cpuinfo.parse(cpuinfo, os.uname().machine)
+    return facts
+
+
+DOCKER_CONFIG = None  # the user's ~/.docker/config.json
+DAEMON_JSON = "/etc/docker/daemon.json"
+CERTS_D = "/etc/docker/certs.d"
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {}
+
+
+def _manifest_digest(reference):
+    """The registry's digest of ``registry/repository:tag`` as this node's Docker sees the registry."""
+    host, dummy, rest = reference.partition("/")
+    repository, dummy, tag = rest.rpartition(":")
+    config = DOCKER_CONFIG or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".docker", "config.json")
+    auth = ((_read_json(config).get("auths") or {}).get(host) or {}).get("auth")
+    username, dummy, password = base64.b64decode(auth).decode("utf-8", "replace").partition(":") if auth else ("", "", "")
+    ca_path = os.path.join(CERTS_D, host, "ca.crt")
+    insecure = host in (_read_json(DAEMON_JSON).get("insecure-registries") or [])
+    registry = Registry({"registry": host, "repository": repository, "insecure": insecure, "username": username,
+                         "password": password, "ca_path": ca_path if os.path.exists(ca_path) else None,
+                         "timeout": 30})
+    try:
+        _document, body, _media_type = registry.manifest(tag)
+    except RegistryError as err:
+        return "not answered: %s" % type(err).__name__
+    return digest_of(body) if body is not None else "absent"
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "path": {"type": "path", "default": "/var/lib/hpc-gpu-containers/drift-fingerprint.json"},
+            "state": {"type": "str", "choices": ["record", "check"], "default": "check"},
+            "inputs": {"type": "str", "required": True},
+            "items": {"type": "raw", "default": {}},
+        },
+        supports_check_mode=True,
+    )
+    path, inputs = module.params["path"], module.params["inputs"]
+
+    def run(argv):
+        if not shutil.which(argv[0]):
+            return None, "", ""
+        return module.run_command(argv, environ_update={"LC_ALL": "C"})
+
+    def current(items):
+        return _fingerprint.compute(items, run, _gpu_facts, _manifest_digest)
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            before = handle.read()
+    except OSError:
+        before = None
+    record = _fingerprint.load_record(before)
+
+    if module.params["state"] == "check":
+        items = record["items"] if record else {}
+        try:
+            state = current(_fingerprint.canonical_items(items))
+        except _fingerprint.FingerprintError:
+            record = None
+            state = {}
+        found = _fingerprint.differences(record, inputs, state)
+        module.exit_json(changed=False, clean=not found, differences=found, compared=len(state))
+
+    try:
+        items = _fingerprint.canonical_items(module.params["items"])
+    except _fingerprint.FingerprintError as err:
+        module.fail_json(msg="items: %s" % err)
+    state = current(items)
+    found = _fingerprint.differences(record, inputs, state)
+    if not os.path.isdir(os.path.dirname(path)) and not module.check_mode:
+        os.makedirs(os.path.dirname(path), mode=0o755)
+    text = _fingerprint.record_text(items, inputs, state)
+    result = run_edit(module, path, lambda _before: text, create=True, new_mode=0o600)
+    result.pop("diff", None)  # digests: nothing a reader could use
+    module.exit_json(clean=not found, differences=found, compared=len(state), **result)
+
+
+if __name__ == "__main__":
+    main()

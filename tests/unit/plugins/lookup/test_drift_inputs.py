@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+from ansible_collections.hpc.gpu_containers.plugins.lookup import drift_inputs
+
+
+def digest(variables):
+    loader = DataLoader()
+    lookup = drift_inputs.LookupModule(loader=loader, templar=Templar(loader=loader, variables=variables))
+    return lookup.run([], variables)[0]
+
+
+BASE = {
+    "docker_engine_users": ["alice"],
+    "lsf_docker_image": "{{ groups['registry'] | first }}:5000/hpc/verify:1",
+    "container_registry_users": [{"name": "hpcadmin", "password": "pw"}],
+    "group_names": ["docker_hosts", "gpu_nodes"],
+    "groups": {"all": ["head", "gpu01"], "registry": ["head"], "gpu_nodes": ["gpu01"]},
+    "inventory_hostname": "gpu01",
+    "unrelated_variable": 1,
+}
+
+
+def test_the_same_inputs_give_the_same_digest_whatever_else_differs():
+    first = digest(dict(BASE))
+    assert len(first) == 64 and first == digest(dict(BASE))
+    # not the collection's variables, the run's own switches, facts
+    assert digest(dict(BASE, unrelated_variable=2, hpc_site_serial=10, hpc_drift_fast_path=False,
+                       ansible_check_mode=True, ansible_facts={"architecture": "x86_64"})) == first
+
+
+def test_each_kind_of_input_changes_the_digest():
+    first = digest(dict(BASE))
+    changed = [
+        dict(BASE, docker_engine_users=["alice", "bob"]),  # a role variable
+        dict(BASE, container_registry_users=[{"name": "hpcadmin", "password": "new"}]),  # a password
+        dict(BASE, groups=dict(BASE["groups"], registry=["gpu01"])),  # a template's input: another registry host
+        dict(BASE, group_names=["docker_hosts"]),  # the host's groups
+        dict(BASE, hpc_site_lsf=False),  # a site switch
+        dict(BASE, nvidia_container_runtime_version="1.17.9"),  # a new variable
+    ]
+    digests = {digest(variables) for variables in changed}
+    assert first not in digests and len(digests) == len(changed)
+
+
+def test_a_variable_built_from_facts_counts_by_its_error_the_same_without_and_with_facts():
+    variables = dict(BASE, docker_engine_arch="{{ ansible_facts['architecture'] }}")
+    without = digest(variables)
+    assert digest(dict(variables, ansible_facts={"architecture": "x86_64"})) == without
+    assert digest(dict(variables, docker_engine_arch="{{ ansible_facts['machine'] }}")) != without
+
+
+def test_the_collection_content_is_an_input(tmp_path):
+    (tmp_path / "plugins" / "modules").mkdir(parents=True)
+    (tmp_path / "plugins" / "modules" / "m.py").write_text("a")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.py").write_text("a")
+    first = drift_inputs.collection_digest(str(tmp_path))
+    drift_inputs._COLLECTION_DIGEST.clear()
+    (tmp_path / "tests" / "t.py").write_text("b")  # tests are not the collection
+    assert drift_inputs.collection_digest(str(tmp_path)) == first
+    drift_inputs._COLLECTION_DIGEST.clear()
+    (tmp_path / "plugins" / "modules" / "m.py").write_text("b")
+    assert drift_inputs.collection_digest(str(tmp_path)) != first
+    drift_inputs._COLLECTION_DIGEST.clear()

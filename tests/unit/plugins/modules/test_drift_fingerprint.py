@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.hpc.gpu_containers.plugins.modules import drift_fingerprint
+
+# the registry of the registry_image_index tests: a real HTTP server speaking the registry API
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules import test_registry_image_index as registry_tests
+
+REPO = registry_tests.REPO
+registry = registry_tests.registry
+
+
+def run(capsys, check=False, **args):
+    params = dict(_ansible_check_mode=check)
+    params.update(args)
+    with patch_module_args(params):
+        with pytest.raises(SystemExit):
+            drift_fingerprint.main()
+    result = json.loads(capsys.readouterr().out)
+    result.pop("invocation", None)
+    return result
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    """A node's files in tmp_path; the GPU facts of a stand-in; no registry login."""
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "daemon.json").write_text('{"log-driver": "json-file"}\n')
+    monkeypatch.setattr(drift_fingerprint, "_gpu_facts", lambda: {"present": True, "gpus": [{"uuid": "GPU-1"}]})
+    monkeypatch.setattr(drift_fingerprint, "DOCKER_CONFIG", str(tmp_path / "config.json"))
+    monkeypatch.setattr(drift_fingerprint, "DAEMON_JSON", str(tmp_path / "docker" / "daemon.json"))
+    monkeypatch.setattr(drift_fingerprint, "CERTS_D", str(tmp_path / "certs.d"))
+    return tmp_path
+
+
+def test_record_then_check_is_clean_and_a_second_record_changes_nothing(node, capsys):
+    record = str(node / "state" / "fingerprint.json")
+    items = [{"paths": [str(node / "docker")], "gpus": True}, {"paths": [str(node / "docker" / "daemon.json")]}]
+    first = run(capsys, path=record, state="record", inputs="in-1", items=items)
+    assert first["changed"] and first["differences"] == ["no record"] and first["compared"] == 3
+    assert stat.S_IMODE(os.stat(record).st_mode) == 0o600
+    assert "diff" not in first
+    assert not run(capsys, path=record, state="record", inputs="in-1", items=items)["changed"]
+    check = run(capsys, path=record, inputs="in-1")
+    assert check == {"changed": False, "clean": True, "differences": [], "compared": 3}
+
+
+def test_each_change_is_named_and_the_check_changes_nothing(node, capsys, monkeypatch):
+    record = str(node / "fingerprint.json")
+    run(capsys, path=record, state="record", inputs="in-1", items={"paths": [str(node / "docker")], "gpus": True})
+    saved = open(record, encoding="utf-8").read()
+    (node / "docker" / "daemon.json").write_text("{}\n")
+    monkeypatch.setattr(drift_fingerprint, "_gpu_facts", lambda: {"present": True, "gpus": [{"uuid": "GPU-2"}]})
+    check = run(capsys, path=record, inputs="in-2")
+    assert not check["clean"] and check["differences"] == ["inputs", "gpus", "path:%s" % (node / "docker")]
+    assert open(record, encoding="utf-8").read() == saved
+
+
+def test_check_mode_records_nothing_and_no_record_is_never_clean(node, capsys):
+    record = node / "fingerprint.json"
+    result = run(capsys, check=True, path=str(record), state="record", inputs="x", items={"node": True})
+    assert result["changed"] and not record.exists()
+    assert run(capsys, path=str(record), inputs="x") == {"changed": False, "clean": False,
+                                                         "differences": ["no record"], "compared": 0}
+    record.write_text("{broken")
+    assert run(capsys, path=str(record), inputs="x")["differences"] == ["no record"]
+
+
+def test_bad_items_fail_by_name(node, capsys):
+    result = run(capsys, path=str(node / "f.json"), state="record", inputs="x", items={"paths": ["relative/path"]})
+    assert result["failed"] and result["msg"] == "items: items.paths must be absolute: relative/path"
+    assert not (node / "f.json").exists()
+
+
+def test_a_manifest_replaced_in_the_registry_is_a_difference(node, registry, capsys):  # pylint: disable=redefined-outer-name
+    registry.push_image("v1", "amd64")
+    (node / "config.json").write_text(json.dumps({"auths": {registry.address: {
+        "auth": base64.b64encode(b"hpcadmin:s3cret-pw").decode()}}}))
+    (node / "docker" / "daemon.json").write_text(json.dumps({"insecure-registries": [registry.address]}))
+    record = str(node / "fingerprint.json")
+    reference = "%s/%s:v1" % (registry.address, REPO)
+    run(capsys, path=record, state="record", inputs="x", items={"manifests": [reference]})
+    assert run(capsys, path=record, inputs="x")["clean"]
+    registry.push_image("v1", "amd64", salt="replaced")
+    assert run(capsys, path=record, inputs="x")["differences"] == ["manifest:" + reference]
+    # without the login the registry refuses: not clean either, and no password in the answer
+    (node / "config.json").write_text("{}")
+    result = run(capsys, path=record, inputs="x")
+    assert result["differences"] == ["manifest:" + reference] and "s3cret" not in json.dumps(result)
