@@ -181,4 +181,5 @@ def test_a_driver_below_the_minimum_fails_the_preflight_by_name():
     assert "older than the minimum driver %s" % minimum in output
     assert "%s runs NVIDIA driver" % new not in output
     # the other nodes went on: the LSF pre-flight still ran on the master
-    assert re.search(r"TASK \[hpc.gpu_containers.lsf_docker : Look up the Docker hosts", output), output[-3000:]
+    assert re.search(r"TASK \[hpc.gpu_containers.lsf_docker : Find the LSF configuration and the Docker hosts",
+                     output), output[-3000:]
