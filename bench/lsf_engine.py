@@ -43,9 +43,9 @@ def _import_collection():
 
 _import_collection()
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_cluster_edit import edit_hosts  # noqa: E402
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (  # noqa: E402
     CLUSTER_SHAPES,
-    edit_hosts,
     gc_paused,
     parse_document,
 )

@@ -175,6 +175,25 @@ def parse(text, path="daemon.json", warnings=None):
     return doc
 
 
+def runtimes_fact(path, config):
+    """The ``docker_daemon`` fact: ``path`` and the names of the runtimes ``config`` registers, sorted."""
+    runtimes = config.get("runtimes") if isinstance(config, dict) else None
+    return {"path": path, "runtimes": sorted(runtimes) if isinstance(runtimes, dict) else []}
+
+
+def read_fact(path):
+    """The ``docker_daemon`` fact of the file at ``path`` (none there: no runtimes); a malformed file raises
+    :class:`FileEditError` with its line."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        text = None
+    except (OSError, UnicodeDecodeError) as err:
+        raise FileEditError("cannot read: %s" % err, path=path)
+    return runtimes_fact(path, parse(text, path))
+
+
 # --- checking what the caller asks for --------------------------------------------
 
 def _check_value(value, where, depth):

@@ -313,8 +313,30 @@ def _backup(real, shown, data, st):
     return dest
 
 
+def _computed(compute, before):
+    """``compute(before)`` as ``(after, warnings)``; ``None`` (nothing to write) keeps ``before``."""
+    out = compute(before)
+    after, warnings = out if isinstance(out, tuple) else (out, [])
+    return (before if after is None else after), list(warnings)
+
+
+def _make_parent(path, real, compute, check_mode, parent_mode):
+    """The missing directory of a file to create: made with ``parent_mode`` (its own missing parents
+    too), and ``None`` returned so that the transaction goes on; or the result without it, when nothing
+    is to be written or in check mode (then nothing is made)."""
+    parent = os.path.dirname(real)
+    after, warnings = _computed(compute, None)
+    if check_mode or after is None:
+        return EditResult(path, None, after, created=after is not None, changed=after is not None, warnings=warnings)
+    try:
+        os.makedirs(parent, parent_mode)
+    except OSError as exc:
+        raise FileEditError("cannot create directory %s: %s" % (parent, exc.strerror), path=path)
+    return None
+
+
 def edit_file(path, compute, check_mode=False, backup=False, create=False,
-              new_mode=0o644, validate=None, lock_timeout=LOCK_TIMEOUT):
+              new_mode=0o644, validate=None, lock_timeout=LOCK_TIMEOUT, parent_mode=None):
     """Run one edit transaction on ``path``.
 
     ``compute(text)`` gets the current text (``None`` when the file is absent and
@@ -324,12 +346,18 @@ def edit_file(path, compute, check_mode=False, backup=False, create=False,
     It raises :class:`FileEditError` for bad input; nothing is written then.
     ``validate(tmp_path)`` may check the finished temp file before the rename and
     raise :class:`FileEditError` to abort.  ``lock_timeout`` is how many seconds to
-    wait for another run's lock (``None``: no limit).
+    wait for another run's lock (``None``: no limit).  With ``create`` and a
+    ``parent_mode``, a missing directory of the file is created with that mode
+    (in check mode nothing is created and the file counts as absent).
     """
     path = os.fspath(path)
     # Edit the file a symlink points to (e.g. /etc/lsf.conf -> shared LSF_ENVDIR):
     # renaming onto the link itself would replace it with a private copy.
     real = os.path.realpath(path)
+    if create and parent_mode is not None and not os.path.isdir(os.path.dirname(real)):
+        result = _make_parent(path, real, compute, check_mode, parent_mode)
+        if result is not None:
+            return result
     _check_regular(path, real)
     fd = _lock(real, path, lock_timeout)
     try:
@@ -338,14 +366,8 @@ def edit_file(path, compute, check_mode=False, backup=False, create=False,
             raise FileEditError("file does not exist", path=path)
         data, before = _read_fd(fd, path) if exists else (None, None)
         warnings = [] if check_mode else _remove_stale_temps(real, path)
-        out = compute(before)
-        if isinstance(out, tuple):
-            after, more = out
-            warnings.extend(more)
-        else:
-            after = out
-        if after is None:  # nothing to write: an absent file stays absent
-            after = before
+        after, more = _computed(compute, before)  # None from compute: an absent file stays absent
+        warnings.extend(more)
         changed = after != before
         result = EditResult(path, before, after, created=changed and not exists, changed=changed, warnings=warnings)
         if not changed or check_mode:

@@ -32,9 +32,14 @@ import json
 import os
 import platform
 import stat
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _packages as _package_db
 
 KINDS = ("paths", "packages", "services", "groups", "images", "manifests", "node", "gpus")
 RECORD_VERSION = 1
+# Registry requests in flight at once (one per recorded manifest, up to this many).
+MANIFEST_REQUESTS = 8
 
 
 class FingerprintError(Exception):
@@ -123,19 +128,12 @@ def path_digest(path):
 
 
 def _packages(names, run):
-    """name -> version (or ``absent``) from dpkg-query, else rpm."""
-    out = {name: "absent" for name in names}
-    rc, stdout, dummy = run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${db:Status-Status}\n"] + list(names))
-    if rc is None:  # no dpkg: an rpm system
-        query = "%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}.%{ARCH}\tinstalled\n"
-        rc, stdout, dummy = run(["rpm", "-q", "--qf", query] + list(names))
-        if rc is None:
-            return {name: "unknown" for name in names}
-    for line in stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) == 3 and parts[0] in out and parts[2] == "installed":
-            out[parts[0]] = parts[1]
-    return out
+    """name -> version (or ``absent``) from dpkg-query, else rpm; ``unknown`` when neither is there."""
+    try:
+        dummy, installed = _package_db.query(names, run)
+    except _package_db.PackageError:
+        return {name: "unknown" for name in names}
+    return {name: installed.get(name, "absent") for name in names}
 
 
 def _services(names, run):
@@ -191,18 +189,23 @@ def _node():
 def compute(items, run, gpu_facts=None, manifest_digest=None):
     """``key -> digest`` for canonical ``items``. ``run(argv)`` returns ``(rc, stdout, stderr)``, rc None when the
     command is not there; ``gpu_facts()`` returns the node's GPU facts (a dict); ``manifest_digest(reference)``
-    the registry's digest of an image reference (or why there is none)."""
+    the registry's digest of an image reference (or why there is none). The registry is asked for all the
+    manifests at once, while the rest is read: each request waits on the network and the registry's password
+    check, not on this node."""
     state = {}
-    for name in items.get("paths", []):
-        state["path:" + name] = path_digest(name)
-    for kind, values in (("package", _packages(items.get("packages", []), run) if items.get("packages") else {}),
-                         ("service", _services(items.get("services", []), run) if items.get("services") else {}),
-                         ("group", _groups(items.get("groups", []))),
-                         ("image", _images(items.get("images", []), run) if items.get("images") else {}),
-                         ("manifest", {name: manifest_digest(name) if manifest_digest else "unknown"
-                                       for name in items.get("manifests", [])})):
-        for name, value in values.items():
-            state["%s:%s" % (kind, name)] = _sha256(value.encode())
+    manifests = items.get("manifests", []) if manifest_digest else []
+    with ThreadPoolExecutor(max_workers=max(1, min(MANIFEST_REQUESTS, len(manifests)))) as pool:
+        asked = {name: pool.submit(manifest_digest, name) for name in manifests}
+        for name in items.get("paths", []):
+            state["path:" + name] = path_digest(name)
+        for kind, values in (("package", _packages(items.get("packages", []), run) if items.get("packages") else {}),
+                             ("service", _services(items.get("services", []), run) if items.get("services") else {}),
+                             ("group", _groups(items.get("groups", []))),
+                             ("image", _images(items.get("images", []), run) if items.get("images") else {}),
+                             ("manifest", {name: asked[name].result() if name in asked else "unknown"
+                                           for name in items.get("manifests", [])})):
+            for name, value in values.items():
+                state["%s:%s" % (kind, name)] = _sha256(value.encode())
     if items.get("node"):
         state["node"] = _sha256(_node().encode())
     if items.get("gpus"):

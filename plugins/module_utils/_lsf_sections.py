@@ -62,21 +62,17 @@ Public API (stable)::
     Rows written by set_row/add_row are checked cell by cell: a value that
     would not read back as one cell raises ValueError before anything is queued.
 
-Editors built on the model (text in, ``(text, ...)`` out, @gc_paused):
-
-    edit_resource(text, name, state, type=, interval=, increasing=, consumable=,
-                  release=, description=) -> (text, row dict or None, warnings)
-    edit_hosts(text, hosts or "all", resources, state, create_missing,
-               model, host_type, server) -> (text, changed_hosts, created_hosts, warnings)
-    HostPattern(cell).matches(host)   condensed HOSTNAME ranges (host[01-04] ...)
-    check_resource_name(name), check_host_name(name), check_host_resource(item)
+Helpers the editors share: ``gc_paused`` (a decorator), ``align_rows``,
+``empty_style``, ``reparse_check`` and ``check_not_keyword``; the shapes of
+the edited files, ``SHARED_SHAPES`` and ``CLUSTER_SHAPES``.  The editors built
+on the model: ``_lsf_shared_edit`` (lsf.shared), ``_lsf_cluster_edit``
+(lsf.cluster.<name>) and ``_lsf_applications`` (lsb.applications).
 """
 
 from __future__ import annotations
 
 import functools
 import gc
-import re
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import (
     LsfSyntaxError,
@@ -590,7 +586,7 @@ def _parse(text, shapes, default_shape, quote_aware, join, templates, require_se
 # Shared helpers for the lsf.shared and lsf.cluster editors below
 # ----------------------------------------------------------------------
 
-def _empty_style(section, column_key):
+def empty_style(section, column_key):
     """``-`` when the section's rows write empty values as ``-`` and never as
     ``()``, else ``()``."""
     dash = paren = False
@@ -603,7 +599,7 @@ def _empty_style(section, column_key):
     return "-" if dash and not paren else "()"
 
 
-def _align(rows, indent=""):
+def align_rows(rows, indent=""):
     """Render rows of tokens as aligned lines (two blanks between columns)."""
     widths = [0] * max(len(r) for r in rows)
     for r in rows:
@@ -616,7 +612,7 @@ def _align(rows, indent=""):
     return out
 
 
-def _reparse_check(text, **kwargs):
+def reparse_check(text, **kwargs):
     """The result of every edit must parse again; a failure here is a bug in
     the editor, reported instead of writing a broken file."""
     try:
@@ -625,45 +621,7 @@ def _reparse_check(text, **kwargs):
         raise LsfSyntaxError("internal error, the edited text does not parse: %s" % err.msg, err.line)
 
 
-# ----------------------------------------------------------------------
-# lsf.shared: the Resource section
-# ----------------------------------------------------------------------
-
-SHARED_SHAPES = {"cluster": "table", "hosttype": "table", "hostmodel": "table", "resource": "table"}
-
-# IBM "Configuring the lsf.shared resource section": names LSF reserves.
-RESERVED_RESOURCE_NAMES = frozenset("""
-cpu cpuf io logins ls idle maxmem maxswp maxtmp type model status it mem ncpus nprocs ncores
-nthreads define_ncpus_cores define_ncpus_procs define_ncpus_threads ndisks pg r15m r15s r1m
-swap swp tmp ut local dchost jobvm
-""".split())
-_FORBIDDEN_NAME_CHARS = set(":.()[+-*/!&|<>@=,")
-# NUL ends a line for LSF's C reader; \v, \f and other controls are blanks to it or invisible.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-RESOURCE_TYPES = ("Boolean", "Numeric", "String")
-_RESOURCE_COLUMNS = ("resourcename", "type", "interval", "increasing", "consumable", "release", "description")
-
-
-def check_resource_name(name):
-    """Raise ValueError unless ``name`` is a legal new resource name (IBM rules)."""
-    if not name:
-        raise ValueError("resource name is empty")
-    if len(name) > 39:
-        raise ValueError("resource name %r is longer than 39 characters" % name)
-    if name[0].isdigit():
-        raise ValueError("resource name %r starts with a digit" % name)
-    bad = sorted(set(name) & _FORBIDDEN_NAME_CHARS)
-    if bad or any(ch.isspace() or ch == "#" for ch in name):
-        raise ValueError("resource name %r contains a character LSF forbids (%s)"
-                         % (name, " ".join(bad) or "blank or #"))
-    if name.lower().startswith(("inf", "nan")):
-        raise ValueError("resource name %r starts with inf or nan, which LSF reads as a number" % name)
-    if name in RESERVED_RESOURCE_NAMES:
-        raise ValueError("resource name %r is reserved by LSF" % name)
-    _check_not_keyword(name, "resource name")
-
-
-def _check_not_keyword(name, what):
+def check_not_keyword(name, what):
     """A row's first cell ``Begin``/``End`` (any case) reads as a section line."""
     if name.lower() in ("begin", "end"):
         word = name.capitalize()
@@ -671,346 +629,9 @@ def _check_not_keyword(name, what):
                          % (what, name, "n" if word == "End" else "", word))
 
 
-def _yn(value):
-    return None if value is None else ("Y" if value else "N")
-
-
-def resource_request(spec):
-    """Validate the requested attributes; return {column key: raw token}."""
-    rtype = spec.get("type")
-    if rtype is not None:
-        match = [t for t in RESOURCE_TYPES if t.lower() == str(rtype).lower()]
-        if not match:
-            raise ValueError("type must be one of %s, not %r" % (", ".join(RESOURCE_TYPES), rtype))
-        rtype = match[0]
-    want = {}
-    if rtype is not None:
-        want["type"] = rtype
-    interval = spec.get("interval")
-    if interval is not None:
-        if int(interval) <= 0:
-            raise ValueError("interval must be a positive number of seconds")
-        want["interval"] = str(int(interval))
-    for col in ("increasing", "consumable", "release"):
-        if spec.get(col) is not None:
-            want[col] = _yn(spec[col])
-    desc = spec.get("description")
-    if desc is not None:
-        if any(ch in desc for ch in "()#\n\r"):
-            raise ValueError("description must not contain parentheses, # or line breaks")
-        bad = _CONTROL_RE.search(desc)
-        if bad:
-            raise ValueError("description %s contains the control character %r, which LSF does not read as written"
-                             % (excerpt(desc), bad.group()))
-        want["description"] = "(%s)" % desc.strip() if desc.strip() else "()"
-    return want
-
-
-def _same_token(column, old_raw, new_raw, old_value):
-    if old_raw == new_raw:
-        return True
-    if column in ("type", "increasing", "consumable", "release"):
-        return old_value.lower() == new_raw.lower()
-    if column == "description":
-        return old_value == new_raw[1:-1].strip()
-    return False
-
-
-def _finish_resource(doc, name, warnings):
-    """Render, re-parse (the edit must leave a file LSF reads) and describe the row."""
-    new_text = doc.render()
-    new_doc = _reparse_check(new_text, shapes=SHARED_SHAPES, default_shape="table")
-    for section in new_doc.find("resource"):
-        for row in section.rows:
-            if row.value("RESOURCENAME") == name:
-                found = dict.fromkeys(_RESOURCE_COLUMNS)
-                found.update((col.lower(), token_value(raw)) for col, raw in zip(section.columns, row.cells))
-                return new_text, found, warnings
-    return new_text, None, warnings
-
-
-@gc_paused
-def edit_resource(text, name, state="present", **spec):
-    """Add, update or remove resource ``name`` in lsf.shared ``text``.
-
-    ``spec`` keys: type, interval, increasing, consumable, release, description
-    (None = leave as is / empty for a new row).  Returns
-    ``(new_text, row, warnings)``; ``row`` maps lower-case column names to
-    values (None when absent).  ValueError for bad requests, LsfSyntaxError
-    for malformed files.
-    """
-    doc = parse_document(text, shapes=SHARED_SHAPES, default_shape="table")
-    warnings = list(doc.warnings)
-    want = resource_request(spec) if state == "present" else {}
-    sections = doc.find("resource")
-    matches = [(s, r) for s in sections for r in s.rows if r.value("RESOURCENAME") == name]
-    rows = [r for dummy, r in matches]
-    if len(rows) > 1:
-        warnings.append("resource %s is defined %d times (lines %s); LSF uses the first"
-                        % (name, len(rows), ", ".join(str(r.lineno) for r in rows)))
-    if state == "absent":
-        for r in rows:
-            doc.delete_row(r)
-        return _finish_resource(doc, name, warnings)
-
-    if rows:
-        section, row = matches[0]
-        current_type = (want.get("type") or row.value("TYPE") or "Boolean")
-        _check_numeric_only(want, current_type)
-        raws = row.raws()
-        for col, raw in want.items():
-            idx = section.column_index.get(col)
-            if idx is None:
-                raise LsfSyntaxError("the Resource header has no %s column, so %s cannot be set"
-                                     % (col.upper(), col), section.header.lineno)
-            if not _same_token(col, raws[idx], raw, token_value(row.cells[idx])):
-                raws[idx] = raw
-        if raws != row.raws():
-            doc.set_row(section, row, raws)
-        return _finish_resource(doc, name, warnings)
-
-    check_resource_name(name)
-    if "description" not in want:
-        raise ValueError("description is required to add resource %s" % name)
-    want.setdefault("type", "Boolean")
-    _check_numeric_only(want, want["type"])
-    if want["type"] == "Numeric" and "increasing" not in want:
-        raise ValueError("a Numeric resource needs increasing (LSF drops it otherwise)")
-    section = next((s for s in sections if s.header is not None), None)
-    if section is None:
-        # no Resource section (or only an empty one): append a complete one
-        columns = ["RESOURCENAME", "TYPE", "INTERVAL", "INCREASING"]
-        columns += [c.upper() for c in ("consumable", "release") if c in want]
-        columns.append("DESCRIPTION")
-        raw_row = [name] + [want.get(c.lower(), "()") for c in columns[1:]]
-        body = _align([columns, raw_row])
-        block = ["Begin Resource"] + body + ["End Resource"]
-        if sections:  # an empty Resource section: fill it
-            doc.replace_lines(sections[0].begin.start, sections[0].end.end, doc._nl(block))
-        else:
-            lines = doc._nl(block)
-            if doc.lines and doc.lines[-1].strip():
-                lines.insert(0, doc.eol)
-            doc.insert_lines(len(doc.lines), lines)
-        return _finish_resource(doc, name, warnings)
-    missing = [c for c in want if c not in section.column_index]
-    if missing:
-        raise LsfSyntaxError("the Resource header has no %s column, so %s cannot be set"
-                             % (" ".join(c.upper() for c in missing), ", ".join(missing)), section.header.lineno)
-    if "resourcename" not in section.column_index:
-        raise LsfSyntaxError("the Resource header has no RESOURCENAME column", section.header.lineno)
-    empty = _empty_style(section, None)
-    raws = []
-    for col in section.columns:
-        key = col.lower()
-        raws.append(name if key == "resourcename" else want.get(key, empty))
-    doc.add_row(section, raws)
-    return _finish_resource(doc, name, warnings)
-
-
-def _check_numeric_only(want, rtype):
-    if rtype != "Numeric":
-        given = [c for c in ("increasing", "consumable", "release") if c in want]
-        if given:
-            raise ValueError("%s only apply to Numeric resources, not %s" % (", ".join(given), rtype))
-
-
-# ----------------------------------------------------------------------
-# lsf.cluster.<name>: RESOURCES of the Host section
-# ----------------------------------------------------------------------
-
+# The section shapes of the files the editors change.
+SHARED_SHAPES = {"cluster": "table", "hosttype": "table", "hostmodel": "table", "resource": "table"}
 CLUSTER_SHAPES = {
     "host": "table", "resourcemap": "table", "remoteclusters": "table",
     "parameters": "horizontal", "clusteradmins": "horizontal",
 }
-_RANGE_PART_RE = re.compile(r"\[([0-9,:\- ]+)\]")
-_HOST_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*(?:\[[0-9,:\-]+\][A-Za-z0-9_.\-]*)*\Z")
-_RES_ITEM_RE = re.compile(r"!?[A-Za-z_][A-Za-z0-9_]*(?:=[A-Za-z0-9_.\-:/]+)?\Z")
-
-
-class HostPattern:
-    """A HOSTNAME cell, plain (``node1``) or condensed (``host[01-04]``,
-    ``host[5:20]``, ``hostA[1,3]B[1-3]``; IBM LSF 10.1 fix pack notation).
-
-    ``matches(host)`` tells whether a plain host name is covered; ranges are
-    never expanded.  A bound written with a leading zero fixes the width."""
-
-    __slots__ = ("text", "lower", "regex", "ranges")
-
-    def __init__(self, text):
-        self.text = text
-        self.lower = text.lower()
-        self.regex = None
-        self.ranges = []
-        if "[" not in text:
-            return
-        pieces = []
-        pos = 0
-        for m in _RANGE_PART_RE.finditer(text):
-            pieces.append(re.escape(text[pos:m.start()].lower()))
-            pieces.append(r"(\d+)")
-            self.ranges.append(self._parse_range(m.group(1)))
-            pos = m.end()
-        pieces.append(re.escape(text[pos:].lower()))
-        self.regex = re.compile("".join(pieces) + r"\Z")
-
-    @staticmethod
-    def _parse_range(spec):
-        parts = []
-        for item in spec.replace(" ", "").split(","):
-            if not item:
-                continue
-            sep = "-" if "-" in item else (":" if ":" in item else None)
-            lo, hi = item.split(sep, 1) if sep else (item, item)
-            if not lo.isdigit() or not hi.isdigit():
-                continue
-            width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
-            parts.append((int(lo), int(hi), width))
-        return parts
-
-    def matches(self, host):
-        host = host.lower()
-        if host == self.lower:
-            return True
-        if self.regex is None:
-            return False
-        m = self.regex.match(host)
-        if not m:
-            return False
-        for digits, parts in zip(m.groups(), self.ranges):
-            num = int(digits)
-            ok = False
-            for lo, hi, width in parts:
-                if lo <= num <= hi and (len(digits) == width if width else str(num) == digits):
-                    ok = True
-                    break
-            if not ok:
-                return False
-        return True
-
-
-def check_host_name(name):
-    if name.lower() == "all" or not _HOST_RE.match(name):
-        raise ValueError("%s is not a valid host name" % excerpt(name))
-    _check_not_keyword(name, "host name")
-
-
-def check_host_resource(item):
-    if not _RES_ITEM_RE.match(item):
-        raise ValueError("%s is not a valid RESOURCES item (name, !name or name=value)" % excerpt(item))
-
-
-def _base(item):
-    return item.lstrip("!").split("=", 1)[0]
-
-
-def _apply_resources(items, resources, state):
-    """New item list for one host row."""
-    items = list(items)
-    for want in resources:
-        base = _base(want)
-        idx = [i for i, it in enumerate(items) if _base(it) == base]
-        if state == "absent":
-            items = [it for it in items if _base(it) != base]
-        elif not idx:
-            items.append(want)
-        elif items[idx[0]] != want or len(idx) > 1:
-            items[idx[0]] = want
-            drop = set(idx[1:])
-            items = [it for i, it in enumerate(items) if i not in drop]
-    return items
-
-
-@gc_paused
-def edit_hosts(text, hosts, resources, state="present", create_missing=False,
-               model=None, host_type=None, server=None):
-    """Add (``present``) or remove (``absent``) RESOURCES items on Host rows.
-
-    ``hosts``: list of host names, or ``"all"`` for every row.  A host covered
-    by a range row is edited on that row.  With ``create_missing`` a host that
-    has no row gets one (model/type ``!``, server ``1``, other columns empty,
-    unless given).  Returns ``(new_text, changed_hosts, created_hosts,
-    warnings)``; changed_hosts are the HOSTNAME cells of the rows edited or
-    added, in file order.
-    """
-    for item in resources:
-        check_host_resource(item)
-    every = hosts == "all" or hosts == ["all"]
-    if not every:
-        for h in hosts:
-            check_host_name(h)
-    doc = parse_document(text, shapes=CLUSTER_SHAPES, default_shape="auto")
-    warnings = list(doc.warnings)
-    sections = [s for s in doc.find("host") if s.header is not None]
-    if not sections:
-        raise LsfSyntaxError("no Host section with a header", None)
-    section = sections[0]
-    if len(sections) > 1 or len(doc.find("host")) > 1:
-        warnings.append("more than one Host section; only the one at line %d is edited" % section.lineno)
-    for col in ("hostname", "resources"):
-        if col not in section.column_index:
-            raise LsfSyntaxError("the Host header has no %s column" % col.upper(), section.header.lineno)
-    name_idx = section.column_index["hostname"]
-    res_idx = section.column_index["resources"]
-
-    targets = []  # row indexes, in file order
-    created = []
-    if every:
-        targets = list(range(len(section.rows)))
-    else:
-        # one pass over the rows, allocating only for rows that matter
-        exact = {h.lower(): [] for h in hosts}
-        patterned = []
-        for i, row in enumerate(section.rows):
-            cell = row.cells[name_idx]
-            hits = exact.get(cell.lower())
-            if hits is not None:
-                hits.append(i)
-            elif "[" in cell:
-                patterned.append((i, HostPattern(cell)))
-        chosen = set()
-        for host in hosts:
-            found = list(exact[host.lower()])
-            if not found:
-                found = [i for i, pat in patterned if pat.matches(host)]
-            if len(found) > 1:
-                warnings.append("host %s is on %d rows (lines %s); all are edited"
-                                % (host, len(found), ", ".join(str(section.rows[i].lineno) for i in found)))
-            if found:
-                chosen.update(found)
-            elif create_missing and state == "present":
-                if host.lower() not in (c.lower() for c in created):
-                    created.append(host)
-            else:
-                warnings.append("host %s has no row in the Host section; nothing done for it" % host)
-        targets = sorted(chosen)
-
-    changed = []
-    for i in targets:
-        row = section.rows[i]
-        items = token_value(row.cells[res_idx]).split()
-        new_items = _apply_resources(items, resources, state)
-        if new_items == items:
-            continue
-        raws = row.raws()
-        raws[res_idx] = "(%s)" % " ".join(new_items)
-        doc.set_row(section, row, raws)
-        changed.append(row.cells[name_idx])
-
-    if created:
-        empty = _empty_style(section, None)
-        defaults = {"model": model or "!", "type": host_type or "!", "server": str(server) if server is not None else "1"}
-        items = _apply_resources([], resources, state)
-        for host in created:
-            raws = []
-            for col in section.columns:
-                key = col.lower()
-                if key == "hostname":
-                    raws.append(host)
-                elif key == "resources":
-                    raws.append("(%s)" % " ".join(items))
-                else:
-                    raws.append(defaults.get(key, empty))
-            doc.add_row(section, raws)
-            changed.append(host)
-    return doc.render(), changed, created, warnings

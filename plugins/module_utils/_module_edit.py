@@ -18,7 +18,11 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit impo
     edit_file,
 )
 
-__all__ = ["model_errors", "result_dict", "run_edit", "text_value"]
+__all__ = ["FILE_EDIT_ARGS", "model_errors", "result_dict", "run_edit", "text_value"]
+
+# The options every file-editing module takes, documented once in the ``hpc.gpu_containers.file_edit`` doc
+# fragment: ``argument_spec=dict(..., **FILE_EDIT_ARGS)``.
+FILE_EDIT_ARGS = {"backup": {"type": "bool", "default": False}}
 
 
 def text_value(name, value, yes, no, separator):
@@ -66,11 +70,12 @@ def result_dict(module, result):
     return out
 
 
-def run_edit(module, path, compute, create=False, validate=None, new_mode=0o644, lock_timeout=LOCK_TIMEOUT):
+def run_edit(module, path, compute, create=False, validate=None, new_mode=0o644, lock_timeout=LOCK_TIMEOUT,
+             parent_mode=None):
     """Run one edit transaction for ``module`` on ``path``.
 
     Honours ``module.check_mode`` and the module's ``backup`` option when it has
-    one.  Returns the dict from :func:`result_dict`; on :class:`FileEditError`
+    one; ``parent_mode``: create the file's missing directory (see ``edit_file``).  Returns the dict from :func:`result_dict`; on :class:`FileEditError`
     (bad input, a file that is not a regular file, a lock held past
     ``lock_timeout`` seconds, any operating-system error) it calls
     ``module.fail_json`` (which does not return).
@@ -85,6 +90,7 @@ def run_edit(module, path, compute, create=False, validate=None, new_mode=0o644,
             new_mode=new_mode,
             validate=validate,
             lock_timeout=lock_timeout,
+            parent_mode=parent_mode,
         )
     except FileEditError as err:
         module.fail_json(msg=str(err), path=path)

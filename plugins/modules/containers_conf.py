@@ -102,7 +102,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._containers_con
     set_array_entries,
     set_keys,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
 
 
 def main():
@@ -115,7 +115,7 @@ def main():
                 insecure=dict(type="bool"),
                 blocked=dict(type="bool"),
             )),
-            backup=dict(type="bool", default=False),
+            **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
     )

@@ -90,6 +90,9 @@ options:
     type: bool
     default: false
 attributes:
+  facts:
+    support: full
+    description: Sets C(ansible_facts.docker_daemon), the runtimes the file registers (in check mode, would register).
   platform:
     support: full
     platforms: posix
@@ -178,6 +181,20 @@ validation:
   sample:
     status: skipped
     reason: /usr/sbin/dockerd has no --validate option (Docker 23.0 or newer has it)
+ansible_facts:
+  description: Facts about the file, for roles that depend on what Docker will run.
+  returned: success
+  type: complex
+  contains:
+    docker_daemon:
+      description:
+        - O(path) and the names of the runtimes its C(runtimes) key registers, sorted, after the merge (in check
+          mode, as it would be after it).
+        - The lsf_docker role reads it to decide how jobs reach the GPUs.
+        - The M(hpc.gpu_containers.gpu_facts) module sets the same fact from a file as it is.
+      type: dict
+      sample: {path: /etc/docker/daemon.json, runtimes: [nvidia]}
+      version_added: 0.2.0
 backup_file:
   description: The backup copy, when O(backup=true) and the file changed.
   returned: changed and backup requested
@@ -191,7 +208,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _daemon_json
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, run_edit
 
 _DOCKERD_DIRS = ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
 
@@ -244,7 +261,7 @@ def main():
             validate=dict(type="str", choices=["auto", "always", "never"], default="auto"),
             dockerd_path=dict(type="path"),
             create_directory=dict(type="bool", default=False),
-            backup=dict(type="bool", default=False),
+            **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
         required_one_of=[["settings", "remove"]],
@@ -263,6 +280,12 @@ def main():
         return new_text, warnings
 
     result = {"path": path}
+
+    def finish():
+        # The file as it is now (or, in check mode, would be): the runtimes other roles may rely on.
+        result["ansible_facts"] = {"docker_daemon": _daemon_json.runtimes_fact(path, outcome.get("config"))}
+        module.exit_json(**result)
+
     validator = _Validator(module, path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
@@ -274,26 +297,22 @@ def main():
         if new_text is None:
             # Only deletions or removals: nothing to write, no directory to create.
             result.update(changed=False, restart_required=False, validation={"status": "not_needed"}, **outcome)
-            module.exit_json(**result)
+            finish()
         if not module.params["create_directory"]:
             module.fail_json(msg="%s: directory %s does not exist (set create_directory=true to create it)" % (path, directory), path=path)
         if module.check_mode:
             result.update(changed=True, restart_required=True, validation={"status": "not_needed"}, **outcome)
             if module._diff:
                 result["diff"] = {"before": "", "after": new_text, "before_header": "%s (absent)" % path, "after_header": "%s (content)" % path}
-            module.exit_json(**result)
-        try:
-            os.makedirs(directory, 0o755)
-        except OSError as err:
-            module.fail_json(msg="%s: cannot create directory %s: %s" % (path, directory, err.strerror), path=path)
+            finish()
 
-    result.update(run_edit(module, path, compute, create=True, validate=validator))
+    result.update(run_edit(module, path, compute, create=True, validate=validator, parent_mode=0o755))
     result.update(outcome)
     result["restart_required"] = result["changed"]
     if result["changed"] and module.check_mode:
         validator.status = {"status": "skipped", "reason": "check mode"}
     result["validation"] = validator.status
-    module.exit_json(**result)
+    finish()
 
 
 if __name__ == "__main__":

@@ -108,21 +108,15 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils import _cpuinfo, _fingerprint, _nvml, _nvml_ctypes
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _fingerprint, _node_facts
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_index import digest_of
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._registry_api import Registry, RegistryError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
 
 
 def _gpu_facts():
-    facts = _nvml.collect(_nvml_ctypes.Nvml(), "/dev")
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-            cpuinfo = handle.read()
-    except OSError:
-        cpuinfo = ""
-    facts["cpu"] = _cpuinfo.parse(cpuinfo, os.uname().machine)
-    return facts
+    """What gpu_facts reports on this node."""
+    return _node_facts.gather()
 
 
 DOCKER_CONFIG = None  # the user's ~/.docker/config.json
@@ -200,10 +194,8 @@ def main():
         module.fail_json(msg="items: %s" % err)
     state = current(items)
     found = _fingerprint.differences(record, inputs, state)
-    if not os.path.isdir(os.path.dirname(path)) and not module.check_mode:
-        os.makedirs(os.path.dirname(path), mode=0o755)
     text = _fingerprint.record_text(items, inputs, state)
-    result = run_edit(module, path, lambda _before: text, create=True, new_mode=0o600)
+    result = run_edit(module, path, lambda _before: text, create=True, new_mode=0o600, parent_mode=0o755)
     result.pop("diff", None)  # digests: nothing a reader could use
     module.exit_json(clean=not found, differences=found, compared=len(state), **result)
 

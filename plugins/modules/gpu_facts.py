@@ -25,17 +25,20 @@ description:
     C(reason); the module never fails for them.
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
-options: {}
+options:
+  docker_daemon_json:
+    description:
+      - Also read this Docker daemon configuration file and set C(ansible_facts.docker_daemon), the path and the
+        names of the runtimes it registers (the same fact M(hpc.gpu_containers.docker_daemon_config) sets).
+      - A missing file registers no runtime; a malformed one fails the module, naming the file and line.
+    type: path
+    version_added: 0.2.0
+extends_documentation_fragment:
+  - hpc.gpu_containers.read_only
 attributes:
-  check_mode:
-    support: full
-    description: Only reads; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is nothing to diff.
   facts:
     support: full
-    description: Sets C(ansible_facts.gpu_facts).
+    description: Sets C(ansible_facts.gpu_facts), and C(ansible_facts.docker_daemon) when O(docker_daemon_json) is given.
   platform:
     support: full
     platforms: posix
@@ -57,6 +60,10 @@ EXAMPLES = r"""
     name: hpc.gpu_containers.nvidia_container_runtime
   when: ansible_facts.gpu_facts.present | bool
 
+- name: GPU facts, and whether Docker has the NVIDIA runtime
+  hpc.gpu_containers.gpu_facts:
+    docker_daemon_json: /etc/docker/daemon.json
+
 - name: Explain why a node has no GPU facts
   ansible.builtin.debug:
     msg: "{{ inventory_hostname }}: {{ ansible_facts.gpu_facts.reason }}"
@@ -64,6 +71,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+docker_daemon:
+  description: The Docker daemon configuration's path and the names of the runtimes it registers, sorted; also set
+    as C(ansible_facts.docker_daemon).
+  returned: when O(docker_daemon_json) is given
+  type: dict
+  sample: {path: /etc/docker/daemon.json, runtimes: [nvidia]}
+  version_added: 0.2.0
 gpu_facts:
   description: The facts; also set as C(ansible_facts.gpu_facts).
   returned: always
@@ -143,35 +157,31 @@ gpu_facts:
         machine_model: 8335-GTH
 """
 
-import platform
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils import _cpuinfo, _nvml, _nvml_ctypes
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _daemon_json, _node_facts
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
 
-CPUINFO = "/proc/cpuinfo"
-DEV_ROOT = "/dev"
-
-
-def _read_cpuinfo(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return ""
+CPUINFO = _node_facts.CPUINFO
+DEV_ROOT = _node_facts.DEV_ROOT
 
 
 def gather():
     """Facts for this node: NVML through the built-in ctypes binding, CPU from /proc."""
-    facts = _nvml.collect(_nvml_ctypes.Nvml(), DEV_ROOT)
-    facts["cpu"] = _cpuinfo.parse(_read_cpuinfo(CPUINFO), platform.machine())
-    return facts
+    return _node_facts.gather(DEV_ROOT, CPUINFO)
 
 
 def main():
-    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=dict(docker_daemon_json=dict(type="path")), supports_check_mode=True)
     facts = gather()
-    module.exit_json(changed=False, gpu_facts=facts, ansible_facts={"gpu_facts": facts})
+    result = {"changed": False, "gpu_facts": facts, "ansible_facts": {"gpu_facts": facts}}
+    if module.params["docker_daemon_json"]:
+        try:
+            daemon = _daemon_json.read_fact(module.params["docker_daemon_json"])
+        except FileEditError as err:
+            module.fail_json(msg=str(err), gpu_facts=facts)
+        result["docker_daemon"] = result["ansible_facts"]["docker_daemon"] = daemon
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

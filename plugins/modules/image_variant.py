@@ -206,7 +206,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_catalogue
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, run_edit
 
 
 def write_files(module, files):
@@ -237,7 +237,7 @@ def main():
             fail_on_no_fit=dict(type="bool", default=True),
             platform_file=dict(type="path"),
             catalogue_file=dict(type="path"),
-            backup=dict(type="bool", default=False),
+            **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
     )

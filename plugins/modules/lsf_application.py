@@ -276,7 +276,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_applicatio
     LsfSyntaxError,
     apply_profiles,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
 
 _CONTAINER_OPTIONS = dict(
     runtime=dict(type="str", default="docker"),
@@ -341,7 +341,7 @@ def main():
                 exclusive=dict(type="bool"),
             )),
             create=dict(type="bool", default=False),
-            backup=dict(type="bool", default=False),
+            **FILE_EDIT_ARGS,
         ),
         mutually_exclusive=[["name", "profiles"]],
         required_one_of=[["name", "profiles"]],

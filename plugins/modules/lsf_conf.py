@@ -133,7 +133,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_conf impor
     get_keys,
     set_keys,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit, text_value
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit, text_value
 
 
 def normalize(name, value):
@@ -148,7 +148,7 @@ def main():
             settings=dict(type="dict", required=True),
             list_keys=dict(type="list", elements="str", default=list(SET_VALUED_KEYS), no_log=False),
             merge_lists=dict(type="bool", default=True),
-            backup=dict(type="bool", default=False),
+            **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
     )

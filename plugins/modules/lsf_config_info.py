@@ -50,16 +50,8 @@ options:
     type: list
     elements: str
     default: []
-attributes:
-  check_mode:
-    support: full
-    description: Reads only; the same in check mode.
-  diff_mode:
-    support: none
-    description: Reads only.
-  idempotent:
-    support: full
-    description: Reads only.
+extends_documentation_fragment:
+  - hpc.gpu_containers.read_only
 """
 
 EXAMPLES = r"""
@@ -104,7 +96,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _lsf_layout as model
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_conf import get_keys
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import LsfSyntaxError
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import edit_hosts
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_cluster_edit import edit_hosts
 
 PROFILE_SH = "/etc/profile.d/lsf.sh"
 PRINT_ENVIRONMENT = ('if [ -r ./profile.lsf ]; then . ./profile.lsf >/dev/null 2>&1; fi; '

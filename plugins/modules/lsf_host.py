@@ -136,13 +136,13 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (
-    LsfSyntaxError,
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_cluster_edit import (
     check_host_name,
     check_host_resource,
     edit_hosts,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import LsfSyntaxError
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
 
 
 def host_resource_groups(host_resources):
@@ -189,7 +189,7 @@ def main():
             model=dict(type="str"),
             type=dict(type="str"),
             server=dict(type="int", choices=[0, 1]),
-            backup=dict(type="bool", default=False),
+            **FILE_EDIT_ARGS,
         ),
         required_one_of=[("hosts", "host_resources")],
         required_together=[("hosts", "resources")],

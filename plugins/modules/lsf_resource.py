@@ -142,12 +142,12 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (
-    LsfSyntaxError,
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_shared_edit import (
     resource_request,
     edit_resource,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import LsfSyntaxError
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
 
 SPEC_KEYS = ("type", "interval", "increasing", "consumable", "release", "description")
 
@@ -195,7 +195,7 @@ def main():
             consumable=dict(type="bool"),
             release=dict(type="bool"),
             description=dict(type="str"),
-            backup=dict(type="bool", default=False),
+            **FILE_EDIT_ARGS,
         ),
         required_one_of=[("name", "resources")],
         mutually_exclusive=[("name", "resources")] + [("resources", key) for key in SPEC_KEYS],

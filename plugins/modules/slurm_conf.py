@@ -139,7 +139,7 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit, text_value
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit, text_value
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import (
     SlurmSyntaxError,
     check_value,
@@ -177,7 +177,7 @@ def main():
             nodes=dict(type="dict", default={}),
             partitions=dict(type="dict", default={}),
             create_missing=dict(type="bool", default=False),
-            backup=dict(type="bool", default=False),
+            **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
     )

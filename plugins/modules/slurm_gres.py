@@ -105,7 +105,7 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import (
     SlurmSyntaxError,
     gpu_gres,
@@ -119,7 +119,7 @@ def main():
             path=dict(type="path", required=True, aliases=["dest"]),
             nodes=dict(type="dict", required=True),
             typed=dict(type="bool", default=True),
-            backup=dict(type="bool", default=False),
+            **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
     )

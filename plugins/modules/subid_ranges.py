@@ -75,7 +75,7 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._subid import SubidError, ensure_ranges
 
 
@@ -86,7 +86,7 @@ def main():
             users=dict(type="list", elements="str", required=True),
             count=dict(type="int", default=65536),
             start=dict(type="int", default=100000),
-            backup=dict(type="bool", default=False),
+            **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
     )

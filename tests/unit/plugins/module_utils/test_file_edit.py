@@ -502,3 +502,33 @@ def test_compute_returning_none_means_nothing_to_write(conf, tmp_path):
     result = edit_file(str(absent), lambda text: None, create=True)
     assert (result.changed, result.created, result.diff["after"]) == (False, False, "")
     assert not absent.exists()
+
+
+def test_missing_directory_is_made_with_parent_mode(tmp_path):
+    path = tmp_path / "state" / "sub" / "record.json"
+    old_umask = os.umask(0o022)
+    try:
+        res = edit_file(str(path), lambda _t: "x\n", create=True, new_mode=0o600, parent_mode=0o750)
+    finally:
+        os.umask(old_umask)
+    assert res.changed and res.created
+    assert path.read_text() == "x\n"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o750
+
+
+def test_missing_directory_in_check_mode_is_predicted_not_made(tmp_path):
+    path = tmp_path / "state" / "record.json"
+    res = edit_file(str(path), lambda _t: "x\n", create=True, check_mode=True, parent_mode=0o755)
+    assert res.changed and res.created and res.after == "x\n"
+    assert not path.parent.exists()
+    # Nothing to write: nothing created, in either mode.
+    res = edit_file(str(path), lambda _t: None, create=True, parent_mode=0o755)
+    assert not res.changed and not path.parent.exists()
+
+
+def test_missing_directory_without_parent_mode_is_an_error(tmp_path):
+    path = tmp_path / "state" / "record.json"
+    with pytest.raises(FileEditError, match="cannot be opened"):
+        edit_file(str(path), lambda _t: "x\n", create=True)
+    assert not path.parent.exists()

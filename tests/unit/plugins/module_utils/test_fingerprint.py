@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import grp
 import os
+import threading
 
 import pytest
 
@@ -107,6 +108,21 @@ def test_manifests_ask_the_registry_through_the_callback():
     state = fp.compute({"manifests": ["head:5000/hpc/deeplearning:variants"]}, _no_commands, manifest_digest=digest)
     assert seen == ["head:5000/hpc/deeplearning:variants"]
     assert state == {"manifest:head:5000/hpc/deeplearning:variants": fp._sha256(b"sha256:1")}
+
+
+def test_manifests_are_asked_all_at_once_each_answer_under_its_reference():
+    references = ["head:5000/hpc/a:%d" % i for i in range(4)]
+    # Each request waits until all four are in flight: this passes only when they are asked at once.
+    together = threading.Barrier(len(references), timeout=10)
+
+    def digest(reference):
+        together.wait()
+        return "sha256:" + reference[-1]
+
+    state = fp.compute({"manifests": references, "groups": ["root"]}, _no_commands, manifest_digest=digest)
+    assert {key: value for key, value in state.items() if key.startswith("manifest:")} == {
+        "manifest:" + ref: fp._sha256(("sha256:" + ref[-1]).encode()) for ref in references}
+    assert "group:root" in state
 
 
 def test_differences_name_keys_never_values():

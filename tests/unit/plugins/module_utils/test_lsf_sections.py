@@ -1,6 +1,6 @@
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Section model, lsf.shared Resource editor and lsf.cluster Host editor."""
+"""The section model (and the Begin/End name rule both editors share)."""
 
 from pathlib import Path
 
@@ -8,15 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import LsfSyntaxError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (
     CLUSTER_SHAPES,
     SHARED_SHAPES,
-    HostPattern,
-    check_resource_name,
-    edit_hosts,
-    edit_resource,
     parse_document,
+)
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_shared_edit import (
+    check_resource_name,
 )
 
 SAMPLES = Path(__file__).resolve().parents[3] / "fixtures" / "lsf_samples"
@@ -202,191 +200,6 @@ def test_edit_then_reparse_finds_the_edit(text, new):
         pos = out_lines.index(ln, pos) + 1
 
 
-# -- lsf.shared Resource ---------------------------------------------------
-
-SEED_ROW = "docker        Boolean ()       ()         ()         (Docker container)"
-
-
-def test_seed_docker_resource_on_every_shared_sample():
-    for path in [p for p in SECTION_FILES if ".shared" in p.name]:
-        text = read(path)
-        new, row, warnings = edit_resource(text, "docker", type="Boolean", description="Docker container")
-        assert warnings == []
-        assert row["resourcename"] == "docker" and row["type"] == "Boolean" and row["description"] == "Docker container"
-        doc = parse_document(new, shapes=SHARED_SHAPES)
-        names = [r.value("resourcename") for r in doc.section("resource").rows]
-        assert names.count("docker") == 1
-        # exactly one line added, all others kept
-        assert len(new.splitlines()) == len(text.splitlines()) + 1
-        assert edit_resource(new, "docker", type="Boolean", description="Docker container")[0] == new
-
-
-def test_seed_resource_exact_text_nero():
-    text = read(SAMPLES / "Nero09__LSF-on-aws-cloud__lsf.shared")
-    new = edit_resource(text, "docker", description="Docker container")[0]
-    assert new == text.replace(
-        "instance_type        String     ()       ()       (EC2 instance type)\n",
-        "instance_type        String     ()       ()       (EC2 instance type)\n"
-        "docker               Boolean    ()       ()       (Docker container)\n")
-
-
-def test_resource_against_seven_column_header():
-    text = ("Begin Resource\nRESOURCENAME  TYPE    INTERVAL INCREASING CONSUMABLE DESCRIPTION  # Keywords\n"
-            "gpu           Numeric ()       Y          Y          (GPUs)\nEnd Resource\n")
-    new, row, _w = edit_resource(text, "docker", type="Boolean", description="Docker container")
-    assert new.splitlines()[3] == SEED_ROW
-    assert row["consumable"] == "" and row["release"] is None
-
-
-def test_resource_reordered_header_and_update_in_place():
-    text = "Begin Resource\nDESCRIPTION\tRESOURCENAME\tTYPE\n(old text)\tdocker\tBoolean\t# keep\nEnd Resource\n"
-    new, row, _w = edit_resource(text, "docker", description="Docker container")
-    assert new.splitlines()[2] == "(Docker container)\tdocker\tBoolean\t# keep"
-    assert row["description"] == "Docker container"
-    new2, _row, _w = edit_resource(text, "fs", description="File server", type="String")
-    assert new2.splitlines()[3].split() == ["(File", "server)", "fs", "String"]
-
-
-def test_resource_absent_and_duplicates():
-    text = "Begin Resource\nRESOURCENAME TYPE DESCRIPTION\ndocker Boolean (a)\nfs Boolean (b)\ndocker Boolean (c)\nEnd Resource\n"
-    new, row, warnings = edit_resource(text, "docker", state="absent")
-    assert new == "Begin Resource\nRESOURCENAME TYPE DESCRIPTION\nfs Boolean (b)\nEnd Resource\n"
-    assert row is None and "defined 2 times" in warnings[0]
-    assert edit_resource(new, "docker", state="absent")[0] == new
-
-
-def test_resource_numeric_rules():
-    text = "Begin Resource\nRESOURCENAME TYPE INTERVAL INCREASING RELEASE DESCRIPTION\nEnd Resource\n"
-    with pytest.raises(ValueError, match="needs increasing"):
-        edit_resource(text, "ngpu", type="Numeric", description="x")
-    with pytest.raises(ValueError, match="only apply to Numeric"):
-        edit_resource(text, "ngpu", type="Boolean", increasing=True, description="x")
-    with pytest.raises(ValueError, match="description is required"):
-        edit_resource(text, "ngpu", type="Boolean")
-    new, row, _w = edit_resource(text, "ngpu", type="numeric", interval=30, increasing=False, release=True, description="GPUs")
-    assert new.splitlines()[2].split() == ["ngpu", "Numeric", "30", "N", "Y", "(GPUs)"]
-    assert row["interval"] == "30"
-    # y/Y compare alike: no change
-    assert edit_resource(new.replace(" N ", " n "), "ngpu", increasing=False)[0] == new.replace(" N ", " n ")
-
-
-def test_resource_section_created_when_missing():
-    text = "Begin Cluster\nClusterName\nc1\nEnd Cluster"
-    new = edit_resource(text, "docker", description="Docker container")[0]
-    assert new == ("Begin Cluster\nClusterName\nc1\nEnd Cluster\n\nBegin Resource\n"
-                   "RESOURCENAME  TYPE     INTERVAL  INCREASING  DESCRIPTION\n"
-                   "docker        Boolean  ()        ()          (Docker container)\nEnd Resource\n")
-
-
-@pytest.mark.parametrize("name,why", [
-    ("", "empty"), ("a" * 40, "longer than 39"), ("1gpu", "starts with a digit"), ("gpu.count", "forbids"),
-    ("gpu-x", "forbids"), ("a b", "forbids"), ("info", "inf or nan"), ("NaNo", "inf or nan"),
-    ("mem", "reserved"), ("swp", "reserved"), ("type", "reserved"), ("define_ncpus_cores", "reserved"),
-])
-def test_resource_name_rules(name, why):
-    with pytest.raises(ValueError, match=why):
-        check_resource_name(name)
-
-
-def test_resource_name_ok():
-    check_resource_name("docker")
-    check_resource_name("a" * 39)
-    check_resource_name("Mem")  # names are case-sensitive
-
-
-# -- lsf.cluster Host ---------------------------------------------------------
-
-def test_seed_docker_on_hosts_of_every_cluster_sample():
-    for path in [p for p in SECTION_FILES if ".cluster" in p.name and not p.name.endswith(".erb")]:
-        text = read(path)
-        new, changed, created, warnings = edit_hosts(text, "all", ["docker"])
-        assert warnings == [] and created == [] and changed
-        doc = parse_document(new, shapes=CLUSTER_SHAPES)
-        for row in doc.section("host").rows:
-            assert "docker" in row.value("resources").split()
-        assert len(new.splitlines()) == len(text.splitlines())
-        assert edit_hosts(new, "all", ["docker"])[0] == new
-
-
-def test_seed_host_exact_text():
-    text = read(SAMPLES / "tmetsch__docker_compose_openlava__lsf.cluster.openlava")
-    new, changed, _c, _w = edit_hosts(text, ["node1", "NODE3"], ["docker"])
-    assert changed == ["node1", "node3"]
-    assert new == text.replace(
-        "node1               !              !     1       -       -\n",
-        "node1               !              !     1       -       (docker)\n").replace(
-        "node3               !              !     1       -       -\n",
-        "node3               !              !     1       -       (docker)\n")
-    nero = read(SAMPLES / "Nero09__LSF-on-aws-cloud__lsf.cluster.LSFCluster")
-    new = edit_hosts(nero, ["ip-172-30-25-222"], ["docker"])[0]
-    assert "\nip-172-30-25-222   !   !   1   (mg docker)   \nEnd     Host\n" in new
-
-
-def test_seed_eight_column_header_row():
-    text = "Begin Host\n    HOSTNAME  model  type  server  r1m  mem  swp  RESOURCES\n    host00    !      !     1       3.5  ()   ()   ()\nEnd Host\n"
-    new, _ch, created, _w = edit_hosts(text, ["host01"], ["docker"], create_missing=True)
-    assert created == ["host01"]
-    assert new.splitlines()[3] == "    host01    !      !     1       ()   ()   ()   (docker)"
-
-
-def test_host_create_missing_with_header_only_and_options():
-    text = "Begin Host\nHOSTNAME  model    type        server  RESOURCES    #Keywords\nEnd Host\n"
-    new, changed, created, _w = edit_hosts(text, ["gpu01", "gpu02"], ["docker", "!gpu"], create_missing=True,
-                                           model="POWER9", host_type="LINUXPPC64LE", server=1)
-    assert changed == created == ["gpu01", "gpu02"]
-    # a value wider than its column pushes the next one by a single blank
-    assert new.splitlines()[2:4] == ["gpu01     POWER9   LINUXPPC64LE 1      (docker !gpu)",
-                                     "gpu02     POWER9   LINUXPPC64LE 1      (docker !gpu)"]
-
-
-def test_host_range_row_is_edited_not_duplicated():
-    text = "Begin Host\nHOSTNAME model type server RESOURCES\nhost[01-04] ! ! 1 (mg)\nEnd Host\n"
-    new, changed, created, _w = edit_hosts(text, ["host02", "host03"], ["docker"], create_missing=True)
-    assert created == [] and changed == ["host[01-04]"]
-    assert new.splitlines()[2] == "host[01-04] ! ! 1 (mg docker)"
-    new2, _ch, created2, _w = edit_hosts(text, ["host05"], ["docker"], create_missing=True)
-    assert created2 == ["host05"]
-
-
-def test_host_resource_forms_and_absent():
-    text = "Begin Host\nHOSTNAME model type server RESOURCES\nn1 ! ! 1 (!docker gpu=2 fs)\nEnd Host\n"
-    assert edit_hosts(text, ["n1"], ["docker"])[0].splitlines()[2] == "n1 ! ! 1 (docker gpu=2 fs)"
-    assert edit_hosts(text, ["n1"], ["gpu=4"])[0].splitlines()[2] == "n1 ! ! 1 (!docker gpu=4 fs)"
-    assert edit_hosts(text, ["n1"], ["!docker"])[0] == text
-    assert edit_hosts(text, ["n1"], ["docker", "gpu"], state="absent")[0].splitlines()[2] == "n1 ! ! 1 (fs)"
-    assert edit_hosts(text, ["n1"], ["docker", "gpu", "fs"], state="absent")[0].splitlines()[2] == "n1 ! ! 1 ()"
-
-
-def test_host_missing_without_create_warns():
-    text = "Begin Host\nHOSTNAME model type server RESOURCES\nn1 ! ! 1 ()\nEnd Host\n"
-    new, changed, created, warnings = edit_hosts(text, ["n9"], ["docker"])
-    assert new == text and changed == created == []
-    assert warnings == ["host n9 has no row in the Host section; nothing done for it"]
-
-
-def test_host_rejects_bad_requests():
-    text = "Begin Host\nHOSTNAME model type server RESOURCES\nEnd Host\n"
-    for bad in (["a b"], ["n1", "all"], ["x#y"], ["(n1)"]):
-        with pytest.raises(ValueError):
-            edit_hosts(text, bad, ["docker"])
-    for bad in (["(docker)"], ["a b"], ["#x"], [""]):
-        with pytest.raises(ValueError):
-            edit_hosts(text, ["n1"], bad)
-    with pytest.raises(LsfSyntaxError, match="no Host section"):
-        edit_hosts("Begin Parameters\nA=1\nEnd Parameters\n", ["n1"], ["docker"])
-
-
-@pytest.mark.parametrize("pattern,host,expected", [
-    ("host[01-04]", "host01", True), ("host[01-04]", "host04", True), ("host[01-04]", "host1", False),
-    ("host[01-04]", "host05", False), ("HOST[01-04]", "host02", True), ("host[1-100]", "host100", True),
-    ("host[1-100]", "host007", False), ("host[5:20]", "host5", True), ("host[5:20]", "host21", False),
-    ("hostA[1,3]B[1-3]", "hostA3B2", True), ("hostA[1,3]B[1-3]", "hostA2B2", False), ("node1", "NODE1", True),
-    ("node1", "node10", False),
-])
-def test_host_patterns(pattern, host, expected):
-    assert HostPattern(pattern).matches(host) is expected
-
-
 @pytest.mark.parametrize("cell", ["a b", "(a", "a)", "#x", "", " a", "x\\"])
 def test_rows_that_would_not_read_back_are_refused(cell):
     doc = parse_document("Begin Host\nHOSTNAME RESOURCES\nn1 ()\nEnd Host\n")
@@ -445,19 +258,9 @@ def test_rewrite_row_matches_reference(cells, data):
     assert again.sections[0].rows[0].cells == new
 
 
-@pytest.mark.parametrize("description", ["a\x00b", "a\x0bb", "a\x1fb", "a\x7fb"])
-def test_resource_description_with_control_characters_is_refused_up_front(description):
-    from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import resource_request
-    with pytest.raises(ValueError, match="control character"):
-        resource_request({"description": description})
-
-
 @pytest.mark.parametrize("name", ["End", "end", "BEGIN"])
 def test_begin_end_are_refused_as_resource_and_host_names(name):
-    from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (
-        check_host_name,
-        check_resource_name,
-    )
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_cluster_edit import check_host_name
     with pytest.raises(ValueError, match="would be read as"):
         check_resource_name(name)
     with pytest.raises(ValueError, match="would be read as"):

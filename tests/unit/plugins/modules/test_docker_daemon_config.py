@@ -77,6 +77,18 @@ def test_check_mode_predicts_and_writes_nothing_with_diff(tmp_path, capsys):
     assert path.read_text() == res["diff"]["after"] == real["diff"]["after"]
 
 
+def test_the_docker_daemon_fact_names_the_runtimes_as_the_file_will_have_them(tmp_path, capsys):
+    path = tmp_path / "daemon.json"
+    path.write_text('{"runtimes": {"runc-debug": {"path": "/usr/bin/runc"}}, "log-driver": "journald"}\n')
+    res = run(capsys, path=str(path), settings=NVIDIA, _ansible_check_mode=True)
+    assert res["ansible_facts"]["docker_daemon"] == {"path": str(path), "runtimes": ["nvidia", "runc-debug"]}
+    res = run(capsys, path=str(path), settings={"log-driver": "json-file"})
+    assert res["ansible_facts"]["docker_daemon"] == {"path": str(path), "runtimes": ["runc-debug"]}
+    res = run(capsys, path=str(tmp_path / "none" / "daemon.json"), settings={"experimental": None})
+    assert res["changed"] is False
+    assert res["ansible_facts"]["docker_daemon"]["runtimes"] == []
+
+
 def test_equal_json_differently_formatted_is_not_changed_even_in_check_mode(tmp_path, capsys):
     path = tmp_path / "daemon.json"
     original = (FIXTURES / "nvidia-ctk-set-as-default-cdi.json").read_text()

@@ -9,9 +9,9 @@ import os
 import stat
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import drift_fingerprint
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
 
 # the registry of the registry_image_index tests: a real HTTP server speaking the registry API
 from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules import test_registry_image_index as registry_tests
@@ -21,12 +21,7 @@ registry = registry_tests.registry
 
 
 def run(capsys, check=False, **args):
-    params = dict(_ansible_check_mode=check)
-    params.update(args)
-    with patch_module_args(params):
-        with pytest.raises(SystemExit):
-            drift_fingerprint.main()
-    result = json.loads(capsys.readouterr().out)
+    result = run_module(drift_fingerprint, capsys, check=check, **args)
     result.pop("invocation", None)
     return result
 

@@ -10,6 +10,7 @@ import pynvml
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _node_facts
 from ansible_collections.hpc.gpu_containers.plugins.modules import gpu_facts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
@@ -27,7 +28,7 @@ def node(tmp_path, monkeypatch):
         (dev / name).write_text("")
     monkeypatch.setattr(gpu_facts, "DEV_ROOT", str(dev))
     monkeypatch.setattr(gpu_facts, "CPUINFO", str(CPUINFO / "ppc64le-power9-powernv.txt"))
-    monkeypatch.setattr(gpu_facts.platform, "machine", lambda: "ppc64le")
+    monkeypatch.setattr(_node_facts.platform, "machine", lambda: "ppc64le")
     return dev
 
 
@@ -88,3 +89,29 @@ def test_unknown_option_is_refused(capsys, node):
             gpu_facts.main()
     res = json.loads(capsys.readouterr().out)
     assert res["failed"] is True and "bogus" in res["msg"]
+
+
+def test_docker_daemon_fact_from_the_file_as_it_is(monkeypatch, capsys, node, tmp_path):
+    lib = fake_libnvml.FakeLibNvml(init_result=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+    daemon = tmp_path / "daemon.json"
+    with fake_libnvml.installed(monkeypatch, lib):
+        res = run(capsys)
+        assert "docker_daemon" not in res["ansible_facts"]
+        res = run(capsys, docker_daemon_json=str(daemon))
+        assert res["ansible_facts"]["docker_daemon"] == {"path": str(daemon), "runtimes": []}
+        daemon.write_text('{"runtimes": {"nvidia": {"path": "nvidia-container-runtime"}, "crun": {"path": "crun"}}}\n')
+        res = run(capsys, docker_daemon_json=str(daemon))
+    assert res["docker_daemon"] == res["ansible_facts"]["docker_daemon"] == {"path": str(daemon), "runtimes": ["crun", "nvidia"]}
+    assert res["ansible_facts"]["gpu_facts"]["present"] is False
+
+
+def test_malformed_daemon_json_fails_naming_file_and_line(monkeypatch, capsys, node, tmp_path):
+    daemon = tmp_path / "daemon.json"
+    daemon.write_text('{\n  "runtimes": {,\n}\n')
+    lib = fake_libnvml.FakeLibNvml(init_result=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+    with fake_libnvml.installed(monkeypatch, lib), patch_module_args({"docker_daemon_json": str(daemon)}):
+        with pytest.raises(SystemExit) as exit_info:
+            gpu_facts.main()
+    res = json.loads(capsys.readouterr().out)
+    assert exit_info.value.code == 1 and res["failed"] is True
+    assert str(daemon) in res["msg"] and ":2:" in res["msg"]

@@ -4,16 +4,15 @@
 """lsf_config_info on a copy of a real LSF 10.1 configuration tree (tests/fixtures/lsf10.1)."""
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _lsf_layout as model
 from ansible_collections.hpc.gpu_containers.plugins.modules import lsf_config_info
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
 
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "lsf10.1"
 
@@ -31,10 +30,7 @@ def tree(tmp_path, monkeypatch):
 
 
 def run(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            lsf_config_info.main()
-    result = json.loads(capsys.readouterr().out)
+    result = run_module(lsf_config_info, capsys, **args)
     result.pop("invocation", None)
     return result
 

@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""LSF's administration commands after a configuration change: what to run, and how to read their output.
+
+Pure Python, no Ansible. IBM documents no exit status for ``lsadmin ckconfig`` / ``badmin ckconfig``; a check
+failed when its status is not 0 or its output says "fatal error" (both checks print "There are fatal errors." on
+an error). ``lshosts -w -R "select[res]"`` prints a header line, then one host per line, the host name first.
+"""
+
+from __future__ import annotations
+
+import re
+
+CHECKS = (["lsadmin", "ckconfig", "-v"], ["badmin", "ckconfig", "-v"])
+LIM_RECONFIG = ["lsadmin", "reconfig", "-f"]
+MBD_RESTART = ["badmin", "mbdrestart", "-f"]
+BATCH_RECONFIG = ["badmin", "reconfig", "-f"]
+_FATAL = re.compile(r"fatal error", re.IGNORECASE)
+_NO_HOST = re.compile(r"no (matching )?hosts? (found|match)", re.IGNORECASE)
+
+
+def environment(envdir, bindir=None, path=""):
+    """LSF_ENVDIR, and PATH with LSF_BINDIR first (then ``path``'s entries, each once)."""
+    entries = [bindir] if bindir else []
+    for entry in (path or "").split(":"):
+        if entry and entry not in entries:
+            entries.append(entry)
+    return {"LSF_ENVDIR": envdir, "PATH": ":".join(entries)}
+
+
+def check_failed(rc, stdout, stderr):
+    """Whether a ``ckconfig`` run reports an error."""
+    return rc != 0 or bool(_FATAL.search("%s\n%s" % (stdout or "", stderr or "")))
+
+
+def check_report(argv, rc, stdout, stderr):
+    """LSF's own words for a failed check: the command, its status and its output."""
+    output = "\n".join(part.strip("\n") for part in (stdout, stderr) if part and part.strip())
+    return "%s failed (rc=%d):\n%s" % (" ".join(argv), rc, output)
+
+
+def reloads(lim=False, mbdrestart=False, batch=False):
+    """The reload commands, in order: LIM first (it serves the hosts' resources), then mbatchd; a restart of
+    mbatchd re-reads lsb.* too, so ``batch`` adds ``badmin reconfig`` only without ``mbdrestart``."""
+    out = []
+    if lim:
+        out.append(LIM_RECONFIG)
+    if mbdrestart:
+        out.append(MBD_RESTART)
+    elif batch:
+        out.append(BATCH_RECONFIG)
+    return out
+
+
+def lshosts_argv(resource):
+    return ["lshosts", "-w", "-R", "select[%s]" % resource]
+
+
+def listed_hosts(rc, stdout, stderr):
+    """Host names ``lshosts`` listed; none when it says that no host matched. ValueError on another failure."""
+    if rc != 0:
+        if _NO_HOST.search("%s\n%s" % (stdout or "", stderr or "")):
+            return []
+        raise ValueError("lshosts failed (rc=%d): %s" % (rc, (stderr or stdout or "").strip()))
+    lines = [line for line in (stdout or "").splitlines() if line.strip()]
+    return [line.split()[0] for line in lines[1:]]
