@@ -15,8 +15,8 @@ container's start). STEP is one of:
 
   drift   the drift check (check mode) with a daemon.json change pending: no badmin call, no
           restart, no verification container, the job still runs, gpu02 still closed by its operator
-  rolling a converge that changes a daemon.json key: on every host the collection may close,
-          hclose -> (bjobs until its jobs ended) -> restart -> verification -> hopen, in that order;
+  rolling a converge that changes a daemon.json key, in batches (head alone first): on every host the
+          collection may close, hclose -> (bjobs until its jobs ended) -> restart -> verification -> hopen, in that order;
           on gpu01 the long-running job ended by itself (exit 0) between hclose and the restart, and
           the verification through LSF ran only after hopen; gpu02 (closed by its operator) was
           drained, restarted and verified on Docker, and is still closed with the operator's comment
@@ -24,7 +24,8 @@ container's start). STEP is one of:
           reopened, failed by name with the reason; the other hosts went on
   repair  the runtime repaired, nothing to change: nothing closed or restarted, gpu01 reopened
           after its verification passed, then verified through LSF
-  nothing nothing to change: no badmin call at all, no restart, the hosts as they were
+  nothing nothing to change: no badmin call at all, no restart, the hosts as they were, and every host in
+          one batch (each matched the fingerprint of its last full converge)
 """
 
 import datetime
@@ -35,6 +36,7 @@ import sys
 OWNER = "hpc.gpu_containers:"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 HEAD, GPU01, GPU02 = "roll-head", "roll-gpu01", "roll-gpu02"
+BATCHED_PLAY = "Docker hosts, a batch at a time"
 
 
 def stub_time(entry):
@@ -148,8 +150,25 @@ class Checker:
         self.open_(self.nodes[GPU01])
         self.operator_closed(self.nodes[GPU02])
 
+    def batches(self):
+        """The batches of site.yml's batched play: the hosts of each, from its task lines, in order."""
+        found = []
+        for line in ANSI.sub("", self.collected["output"]).splitlines():
+            if line.startswith("PLAY [%s]" % BATCHED_PLAY):
+                found.append([])
+            elif found and line.startswith("PLAY ["):
+                found.append(None)
+            elif found and found[-1] is not None:
+                match = re.match(r"(?:ok|changed|skipping|fatal|included): \[([^\]]+)\]", line)
+                if match and match.group(1) not in found[-1]:
+                    found[-1].append(match.group(1))
+        return [sorted(batch) for batch in found if batch is not None]
+
     def step_rolling(self):
         self.check(self.collected["rc"] == 0, "converge exit code %s" % self.collected["rc"])
+        batches = self.batches()
+        self.check(len(batches) > 1 and batches[0] == [HEAD],
+                   "a change on a live cluster goes in batches, the registry host alone first: %s" % batches)
         self.cycle(self.nodes[HEAD], "max-file")
         self.open_(self.nodes[HEAD])
         gpu01 = self.nodes[GPU01]
@@ -226,6 +245,9 @@ class Checker:
 
     def step_nothing(self):
         self.check(self.collected["rc"] == 0, "converge exit code %s" % self.collected["rc"])
+        batches = self.batches()
+        self.check(batches == [sorted([HEAD, GPU01, GPU02])],
+                   "an idempotent rerun (every host as its last converge left it) goes in one batch: %s" % batches)
         for node in self.nodes.values():
             self.no_badmin(node)
             self.not_restarted(node)

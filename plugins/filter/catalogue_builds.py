@@ -28,6 +28,13 @@ options:
     description: The build host's architecture (C(uname -m) or Docker spelling).
     type: str
     required: true
+  index_tag:
+    description:
+      - The tag of each logical image's index of variants. Each entry's C(index) is then
+        C(registry/repository:index_tag); without it, C(index) is null.
+    type: str
+    default: ""
+    version_added: 0.2.0
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
 """
@@ -59,6 +66,7 @@ _value:
       repository: hpc/deeplearning
       features: [cuda12.2, sm_80, x86-64-v2]
       source: {context: /srv/build/deeplearning-cuda12-sm80}
+      index: head:5000/hpc/deeplearning:variants
 """
 
 from ansible.errors import AnsibleFilterError
@@ -66,9 +74,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogue import CatalogueError, builds
 
 
-def catalogue_builds(catalogue, sources, architecture):
+def catalogue_builds(catalogue, sources, architecture, index_tag=""):
     try:
-        return builds(catalogue, sources, architecture)
+        return builds(catalogue, sources, architecture, index_tag)
     except CatalogueError as err:
         raise AnsibleFilterError("catalogue_builds: %s" % err)
 

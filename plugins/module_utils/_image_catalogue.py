@@ -682,11 +682,12 @@ def image_index(catalogue, logical_name):
     return {"registry": host, "repository": repository, "images": tags, "features": features}
 
 
-def builds(catalogue, sources, architecture):
+def builds(catalogue, sources, architecture, index_tag=""):
     """The variants a host of ``architecture`` builds: those of its architecture that ``sources`` names, as
     ``logical/variant`` (``{"deeplearning/cuda12-sm80": {"context": dir} or {"archive": tar}}``), in catalogue
     order. Each: ``logical``, ``name``, ``image``, ``tag``, ``registry``, ``repository``, ``features`` (the index's
-    platform features) and ``source``. CatalogueError for a source that names no variant, or one with neither or
+    platform features), ``source`` and ``index`` (``registry/repository:index_tag``, the logical image's index
+    of variants; None without ``index_tag``). CatalogueError for a source that names no variant, or one with neither or
     both of ``context`` and ``archive``."""
     catalogue = validate(catalogue)
     if not isinstance(sources, dict):
@@ -713,7 +714,8 @@ def builds(catalogue, sources, architecture):
             tag = _IMAGE_RE.match(variant["image"]).group("tag")
             out.append({"logical": logical, "name": variant["name"], "image": variant["image"], "tag": tag,
                         "registry": index["registry"], "repository": index["repository"],
-                        "features": index["features"][tag], "source": sources["%s/%s" % (logical, variant["name"])]})
+                        "features": index["features"][tag], "source": sources["%s/%s" % (logical, variant["name"])],
+                        "index": "%s/%s:%s" % (index["registry"], index["repository"], index_tag) if index_tag else None})
     return out
 
 

@@ -21,12 +21,11 @@ description:
     by UUID because indices restart at 0 inside a container.
   - The image must run C(/verify) (or O(command)) printing the report the collection's verification image
     prints (see the P(hpc.gpu_containers.container_verify#role) role).
-  - Through LSF. With O(lsf), the same report is also produced by an LSF job. C(bsub -app <profile> -I -m <node>
-    /verify), submitted on the node, lands in the container the application profile describes, and its output
-    is compared with the host the same way. On a GPU node the job asks LSF for all of the node's GPUs
-    (C(-gpu num=N)) and must see exactly those. RV(passed) is then the verdict of both runs.
-  - Never changes anything on the host (the container is always removed), so RV(ignore:changed) is always
-    V(false). An explicit pull (O(pull)) only fetches what the registry already holds.
+  - The same report through a scheduler job is M(hpc.gpu_containers.job_verify) (LSF C(bsub -app), Slurm
+    C(srun-docker)); the CPU overhead run is M(hpc.gpu_containers.container_benchmark). Before 0.2.0 this module
+    did both, with its C(lsf), C(slurm) and C(benchmark) options.
+  - Changes nothing on the host but the image it pulls (the container is always removed); RV(ignore:changed) is
+    V(true) only when it pulled the image. An explicit pull (O(pull)) only fetches what the registry already holds.
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
 requirements:
@@ -40,7 +39,7 @@ attributes:
     description: Nothing on the host changes, so there is nothing to diff.
   idempotent:
     support: full
-    description: Always RV(ignore:changed=false); the container is removed in every case.
+    description: The container is removed in every case; once the image is on the node, a second run pulls nothing.
 options:
   image:
     description:
@@ -107,111 +106,17 @@ options:
     description:
       - Docker daemon URL; the SDK default (C(DOCKER_HOST) or the local socket) when omitted.
     type: str
-  benchmark:
-    description:
-      - Number of repetitions of a CPU overhead run; V(0) skips it.
-      - The same busybox shell loop runs O(benchmark) times on the host (with the image's own static
-        C(/bin/busybox), copied out of the container) and O(benchmark) times inside one container; each run is
-        timed by busybox C(time). RV(benchmark) gives median, min/max and the container/host ratio of the medians.
-      - Needs a static C(/bin/busybox) in the image, as the collection's verification image has.
-    type: int
-    default: 0
-  benchmark_loops:
-    description:
-      - Iterations of the shell loop in one benchmark run.
-    type: int
-    default: 300000
   labels:
     description:
       - Extra labels for the verification container (it always carries C(hpc.gpu_containers.verify=true)).
     type: dict
     default: {}
-  lsf:
-    description:
-      - Also run the verification as an interactive LSF job through an application profile (see the description).
-      - The profile's image must print the verification report, as the collection's verification image does.
-    type: dict
-    suboptions:
-      app:
-        description: The LSF application profile (C(bsub -app)), for example V(powerai).
-        type: str
-        required: true
-      user:
-        description:
-          - The user who submits the job when the module runs as root (LSF refuses jobs from root unless
-            C(LSF_ROOT_USER=Y)); the user must be able to run Docker jobs.
-        type: str
-        default: lsfadmin
-      host:
-        description: The LSF host name of this node (C(bsub -m)); this node's short host name when omitted.
-        type: str
-      profile:
-        description:
-          - C(profile.lsf) to source before C(bsub). Without it the login environment (C(/etc/profile.d)) must
-            put LSF on the C(PATH).
-        type: path
-      command:
-        description: The job's command inside the profile's container.
-        type: list
-        elements: str
-        default: [/verify]
-      timeout:
-        description: Seconds to wait for the job to finish; the verification fails after that.
-        type: int
-        default: 300
-      isolation:
-        description:
-          - On a node with two or more GPUs, also submit a job that asks LSF for one GPU (C(-gpu num=1)); its
-            container must see exactly the GPU LSF allocated (by UUID, from the job's C(NVIDIA_VISIBLE_DEVICES)).
-            A profile that hands every GPU to every job fails with that reason.
-        type: bool
-        default: true
-        version_added: 0.2.0
-  slurm:
-    description:
-      - Also run the verification as a Slurm job step on this node, in the container srun-docker starts for it
-        (C(srun --nodelist=<node> srun-docker <image> /verify), as the user, from the node). On a GPU node the step
-        asks Slurm for all of the node's GPUs (C(--gres=gpu:N)) and must see exactly those, then a step with one GPU
-        must see exactly the one Slurm allocated. RV(passed) is then the verdict of both runs.
-      - The image is O(image), pulled by srun-docker from the registry with the site's login.
-    type: dict
-    version_added: 0.2.0
-    suboptions:
-      user:
-        description: The user who runs the step (srun-docker refuses root); a member of the docker group.
-        type: str
-        required: true
-      node:
-        description: The Slurm node name of this node; its short host name when omitted.
-        type: str
-      partition:
-        description: The partition to run in; Slurm's default partition when omitted.
-        type: str
-      command:
-        description: The step's command inside the container.
-        type: list
-        elements: str
-        default: [/verify]
-      srun_docker:
-        description: The srun-docker command.
-        type: str
-        default: srun-docker
-      srun:
-        description: The srun command.
-        type: str
-        default: srun
-      timeout:
-        description: Seconds to wait for each step; the verification fails after that.
-        type: int
-        default: 300
-      isolation:
-        description: On a node with two or more GPUs, also run a step with one GPU, which must see only that one.
-        type: bool
-        default: true
 notes:
   - The container runs with networking disabled, without C(privileged), and is removed in every case.
 seealso:
   - module: hpc.gpu_containers.gpu_facts
+  - module: hpc.gpu_containers.job_verify
+  - module: hpc.gpu_containers.container_benchmark
 """
 
 EXAMPLES = r"""
@@ -279,14 +184,6 @@ timings:
   returned: always
   type: dict
   sample: {"pull": 0.21, "create": 0.05, "start": 0.31, "run": 0.42, "total": 1.02}
-benchmark:
-  description: CPU overhead run (O(benchmark) > 0); seconds per run on the host and in the container.
-  returned: when O(benchmark) > 0 and the container ran
-  type: dict
-  sample:
-    host: {runs: 5, median: 0.52, min: 0.51, max: 0.55, times: [0.52, 0.51, 0.55, 0.52, 0.53]}
-    container: {runs: 5, median: 0.53, min: 0.52, max: 0.56, times: [0.53, 0.52, 0.56, 0.53, 0.54]}
-    ratio: 1.019
 exit_code:
   description: Exit code of the verification command.
   returned: when the container ran
@@ -297,91 +194,40 @@ output:
   returned: when the container ran
   type: str
   sample: "hpc-verify: 1\narch=x86_64\nnvidia_smi=absent\n"
-lsf:
-  description:
-    - The run through LSF (O(lsf)) - the submission, the job id C(bsub) printed, its verdict and reasons (also
-      listed in RV(reasons) with the prefix C(LSF:)), architecture and GPUs as in RV(architecture) and
-      RV(gpus), and its wall time from submission to the job's end.
-    - C(isolation) (on nodes with two or more GPUs, with O(lsf.isolation)) - the one-GPU job - its id, exit
-      code, the GPUs LSF allocated (C(allocated), as the job's C(NVIDIA_VISIBLE_DEVICES)), wall time and verdict.
-  returned: when O(lsf) is set, not in check mode
-  type: dict
-  sample:
-    app: powerai
-    host: gpu01
-    job_id: 1204
-    exit_code: 0
-    passed: true
-    reasons: []
-    architecture: {"node": "x86_64", "container": "x86_64"}
-    gpus: {"requested": [], "host": 0, "container": 0, "container_gpus": [], "host_driver_version": null,
-           "container_driver_version": null}
-    timings: {"total": 1.84}
-    output: "Job <1204> is submitted to default queue <interactive>.\n<<Waiting for dispatch ...>>\n..."
-slurm:
-  description:
-    - The run through Slurm (O(slurm)) - the node, the user, its exit code, verdict and reasons (also listed in
-      RV(reasons) with the prefix C(Slurm:)), architecture and GPUs as in RV(architecture) and RV(gpus), and its wall
-      time; C(isolation), the one-GPU step, as for RV(lsf).
-  returned: when O(slurm) is set, not in check mode
-  type: dict
-  sample:
-    node: gpu01
-    user: alice
-    exit_code: 0
-    passed: true
-    reasons: []
-    architecture: {"node": "x86_64", "container": "x86_64"}
-    gpus: {"requested": [], "host": 2, "container": 2, "container_gpus": [], "host_driver_version": "470.182.03",
-           "container_driver_version": "470.182.03"}
-    timings: {"total": 2.31}
-    isolation: {"exit_code": 0, "allocated": "GPU-29017365-4723-b07f-2ddf-a631c231412d", "seconds": 1.9, "passed": true}
 """
 
-import io
 import os
-import socket
-import subprocess
-import tarfile
 import time
 import traceback
 import uuid
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._docker_sdk import (
+    VERIFY_LABEL,
+    APIError,
+    DockerException,
+    ImageNotFound,
+    NotFound,
+    ReadTimeout,
+    RequestsConnectionError,
+    docker_client,
+    missing_sdk,
+)
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import (
     VerifyError,
-    benchmark_script,
-    bsub_argv,
     compare,
     exec_format_problem,
     host_gpus,
     image_arch_problem,
-    isolation_problems,
-    parse_bsub_job_id,
-    parse_times,
     parse_verify_output,
     select_gpus,
-    srun_argv,
-    summarize_benchmark,
 )
 
-DOCKER_IMPORT_ERROR = None
 try:
-    import docker
-    from docker.errors import APIError, DockerException, ImageNotFound, NotFound
     from docker.types import DeviceRequest
 except ImportError:
-    DOCKER_IMPORT_ERROR = traceback.format_exc()
-
-REQUESTS_IMPORT_ERROR = None
-try:
-    from requests.exceptions import ConnectionError as RequestsConnectionError
-    from requests.exceptions import ReadTimeout
-except ImportError:
-    REQUESTS_IMPORT_ERROR = traceback.format_exc()
-
-VERIFY_LABEL = "hpc.gpu_containers.verify"
+    DeviceRequest = None  # missing_sdk() names the library before anything runs
 
 
 class VerifyFailed(Exception):
@@ -438,6 +284,7 @@ class Verifier:
         self.client = client
         self.params = module.params
         self.timings = {"pull": None, "create": None, "start": None, "run": None, "total": None}
+        self.pulled = False
 
     def get_image(self):
         ref = self.params["image"]
@@ -458,6 +305,7 @@ class Verifier:
             except (APIError, ImageNotFound) as exc:
                 raise VerifyFailed("pulling %s failed: %s" % (ref, getattr(exc, "explanation", None) or exc))
             self.timings["pull"] = time.monotonic() - began
+            self.pulled = True
         return image
 
     def run_container(self, image, gpu_options):
@@ -496,151 +344,6 @@ class Verifier:
                 container.remove(force=True)
             except (APIError, NotFound):
                 self.module.warn("could not remove verification container %s" % name)
-
-    def benchmark(self, image):
-        """Same busybox loop on the host and in one container, ``benchmark`` times each."""
-        reps, loop = self.params["benchmark"], benchmark_script(self.params["benchmark_loops"])
-        inner = "for r in $(seq %d); do time -f %%e sh -c '%s'; done" % (reps, loop)
-        container = self.client.containers.create(
-            image.id, command=["/bin/busybox", "sh", "-c", inner], name="hpc-verify-bench-%s" % uuid.uuid4().hex[:12],
-            labels={VERIFY_LABEL: "benchmark"}, network_disabled=True, privileged=False, detach=True)
-        try:
-            stream, _stat = container.get_archive("/bin/busybox")
-            busybox = os.path.join(self.module.tmpdir, "busybox")
-            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-                member = tar.getmember("busybox")
-                with open(busybox, "wb") as dest:
-                    dest.write(tar.extractfile(member).read())
-            os.chmod(busybox, 0o700)
-            container.start()
-            container.wait(timeout=self.params["timeout"])
-            inside = parse_times(container.logs(stdout=False, stderr=True).decode("utf-8", errors="replace"))
-        except (APIError, NotFound, KeyError, tarfile.TarError, ReadTimeout, RequestsConnectionError) as exc:
-            raise VerifyFailed("benchmark: %s (the image needs a static /bin/busybox)" % exc)
-        finally:
-            try:
-                container.remove(force=True)
-            except (APIError, NotFound):
-                self.module.warn("could not remove benchmark container")
-        host = []
-        for _rep in range(reps):
-            proc = subprocess.run([busybox, "time", "-f", "%e", busybox, "sh", "-c", loop],
-                                  capture_output=True, text=True, check=False)
-            host.extend(parse_times(proc.stderr))
-        return summarize_benchmark(host, inside)
-
-    @staticmethod
-    def _run_timed(argv, timeout, timeout_reason, scheduler):
-        """Run a submission that holds until its job ends; (proc, seconds) or (None, ``timeout_reason``)."""
-        began = time.monotonic()
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            return None, timeout_reason
-        except OSError as exc:
-            raise VerifyFailed("%s: cannot run %s: %s" % (scheduler, argv[0], exc))
-        return proc, time.monotonic() - began
-
-    def _bsub(self, host, gpu_count):
-        """Submit the verification as an interactive job; (proc, seconds) or (None, timeout reason)."""
-        lsf = self.params["lsf"]
-        argv = bsub_argv(lsf["app"], host, lsf["command"], lsf["user"], lsf["profile"], os.geteuid() == 0,
-                         gpus=gpu_count)
-        return self._run_timed(argv, lsf["timeout"], "the job did not finish within %d s (bsub -app %s -I -m %s)"
-                               % (lsf["timeout"], lsf["app"], host), "LSF")
-
-    @staticmethod
-    def _one_gpu(proc, seconds, gpus, result, scheduler, noun, extra):
-        """The verdict on a one-GPU job or step (``proc``): it must see exactly the GPU ``scheduler`` gave it."""
-        if proc is None:
-            return ["isolation: %s" % seconds]
-        report = parse_verify_output(proc.stdout)
-        result["isolation"] = dict(extra, exit_code=proc.returncode, allocated=report.get("nvidia_visible_devices"),
-                                   seconds=_round(seconds))
-        if proc.returncode != 0:
-            return ["isolation: the one-GPU %s exited with %d: %s" % (noun, proc.returncode, proc.stderr.strip()[-500:])]
-        problems = isolation_problems(report, gpus, 1, scheduler=scheduler)
-        result["isolation"]["passed"] = not problems
-        return problems
-
-    def run_lsf(self, node_machine, gpus, facts):
-        """The same report through an interactive LSF job of the profile ``lsf.app`` on this node.
-
-        A GPU node's job asks LSF for all of the node's GPUs (``-gpu num=N``) and must see them all;
-        with ``lsf.isolation`` a second job asks for one GPU and must see exactly the one LSF gave it.
-        """
-        lsf = self.params["lsf"]
-        host = lsf["host"] or socket.gethostname().split(".")[0]
-        result = {"app": lsf["app"], "host": host, "job_id": None, "exit_code": None, "passed": False,
-                  "reasons": [], "timings": {"total": None}, "output": ""}
-        proc, seconds = self._bsub(host, len(gpus))
-        if proc is None:
-            result["reasons"] = [seconds]
-            return result
-        result["timings"]["total"] = _round(seconds)
-        result.update(exit_code=proc.returncode, output=proc.stdout, job_id=parse_bsub_job_id(proc.stdout))
-        if result["job_id"] is None:
-            result["reasons"] = ["bsub -app %s did not submit the job (exit code %d): %s"
-                                 % (lsf["app"], proc.returncode, (proc.stderr.strip() or proc.stdout.strip())[-500:])]
-            return result
-        problems, details = compare(node_machine, parse_verify_output(proc.stdout), gpus, facts,
-                                    expect_gpus=bool(gpus))
-        if proc.returncode != 0:
-            problems.insert(0, "the job exited with %d: %s" % (proc.returncode, proc.stderr.strip()[-500:]))
-        if lsf["isolation"] and len(gpus) > 1 and not problems:
-            problems += self.isolation(host, gpus, result)
-        result.update(passed=not problems, reasons=problems, architecture=details["architecture"],
-                      gpus=details["gpus"])
-        return result
-
-    def isolation(self, host, gpus, result):
-        """A one-GPU job must see exactly the GPU LSF allocated to it, not every GPU of the node."""
-        proc, seconds = self._bsub(host, 1)
-        extra = {"job_id": parse_bsub_job_id(proc.stdout)} if proc is not None else {}
-        return self._one_gpu(proc, seconds, gpus, result, "LSF", "job", extra)
-
-    def _srun(self, node, gpu_count):
-        """Run the verification as a Slurm step; (proc, seconds) or (None, timeout reason)."""
-        slurm = self.params["slurm"]
-        argv = srun_argv(slurm["user"], node, self.params["image"], slurm["command"], slurm["srun_docker"],
-                         slurm["partition"], gpus=gpu_count, as_root=os.geteuid() == 0, srun=slurm["srun"])
-        return self._run_timed(argv, slurm["timeout"], "the step did not finish within %d s (srun --nodelist=%s)"
-                               % (slurm["timeout"], node), "Slurm")
-
-    def run_slurm(self, node_machine, gpus, facts):
-        """The same report through a Slurm job step on this node, in the container srun-docker starts.
-
-        A GPU node's step asks for all of the node's GPUs (``--gres=gpu:N``) and must see them all; with
-        ``slurm.isolation`` a second step asks for one GPU and must see exactly the one Slurm gave it.
-        """
-        slurm = self.params["slurm"]
-        node = slurm["node"] or socket.gethostname().split(".")[0]
-        result = {"node": node, "user": slurm["user"], "exit_code": None, "passed": False, "reasons": [],
-                  "timings": {"total": None}, "output": ""}
-        proc, seconds = self._srun(node, len(gpus))
-        if proc is None:
-            result["reasons"] = [seconds]
-            return result
-        result["timings"]["total"] = _round(seconds)
-        result.update(exit_code=proc.returncode, output=proc.stdout)
-        report = parse_verify_output(proc.stdout)
-        if proc.returncode != 0 and not report.get("arch"):
-            result["reasons"] = ["the step exited with %d: %s"
-                                 % (proc.returncode, (proc.stderr.strip() or proc.stdout.strip())[-500:])]
-            return result
-        problems, details = compare(node_machine, report, gpus, facts, expect_gpus=bool(gpus))
-        if proc.returncode != 0:
-            problems.insert(0, "the step exited with %d: %s" % (proc.returncode, proc.stderr.strip()[-500:]))
-        if slurm["isolation"] and len(gpus) > 1 and not problems:
-            problems += self.slurm_isolation(node, gpus, result)
-        result.update(passed=not problems, reasons=problems, architecture=details["architecture"],
-                      gpus=details["gpus"])
-        return result
-
-    def slurm_isolation(self, node, gpus, result):
-        """A one-GPU step must see exactly the GPU Slurm allocated to it."""
-        proc, seconds = self._srun(node, 1)
-        return self._one_gpu(proc, seconds, gpus, result, "Slurm", "step", {})
 
     def _create_hint(self, exc):
         text = str(getattr(exc, "explanation", None) or exc)
@@ -685,17 +388,12 @@ class Verifier:
             return result
 
         began = time.monotonic()
-        self.run_docker(result, node_machine, selected, all_requested, facts)
+        try:
+            self.run_docker(result, node_machine, selected, all_requested, facts)
+        finally:
+            result["changed"] = self.pulled
         self.timings["total"] = time.monotonic() - began
         result["timings"] = {k: _round(v) for k, v in self.timings.items()}
-        if params["lsf"]:
-            result["lsf"] = self.run_lsf(node_machine, gpus, facts)
-            result["reasons"] = result["reasons"] + ["LSF: %s" % reason for reason in result["lsf"]["reasons"]]
-            result["passed"] = result["passed"] and result["lsf"]["passed"]
-        if params["slurm"]:
-            result["slurm"] = self.run_slurm(node_machine, gpus, facts)
-            result["reasons"] = result["reasons"] + ["Slurm: %s" % reason for reason in result["slurm"]["reasons"]]
-            result["passed"] = result["passed"] and result["slurm"]["passed"]
         return result
 
     def run_docker(self, result, node_machine, selected, all_requested, facts):
@@ -721,8 +419,6 @@ class Verifier:
         problems, details = compare(node_machine, report, selected, facts, expect_gpus=self.access != "none")
         if exit_code != 0:
             problems.insert(0, "the verification command exited with %s: %s" % (exit_code, err.strip()[-500:]))
-        if params["benchmark"] > 0 and not problems:
-            result["benchmark"] = self.benchmark(image)
         result["architecture"] = details["architecture"]
         result["gpus"] = details["gpus"]
         result.update(passed=not problems, reasons=problems)
@@ -742,48 +438,25 @@ def main():
             timeout=dict(type="int", default=120),
             fail_on_mismatch=dict(type="bool", default=True),
             docker_host=dict(type="str"),
-            benchmark=dict(type="int", default=0),
-            benchmark_loops=dict(type="int", default=300000),
             labels=dict(type="dict", default={}),
-            lsf=dict(type="dict", options=dict(
-                app=dict(type="str", required=True),
-                user=dict(type="str", default="lsfadmin"),
-                host=dict(type="str"),
-                profile=dict(type="path"),
-                command=dict(type="list", elements="str", default=["/verify"]),
-                timeout=dict(type="int", default=300),
-                isolation=dict(type="bool", default=True),
-            )),
-            slurm=dict(type="dict", options=dict(
-                user=dict(type="str", required=True),
-                node=dict(type="str"),
-                partition=dict(type="str"),
-                command=dict(type="list", elements="str", default=["/verify"]),
-                srun_docker=dict(type="str", default="srun-docker"),
-                srun=dict(type="str", default="srun"),
-                timeout=dict(type="int", default=300),
-                isolation=dict(type="bool", default=True),
-            )),
         ),
         supports_check_mode=True,
     )
-    if DOCKER_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("docker (Docker SDK for Python, python3-docker)"),
-                         exception=DOCKER_IMPORT_ERROR)
-    if REQUESTS_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib("requests"), exception=REQUESTS_IMPORT_ERROR)
+    missing = missing_sdk()
+    if missing:
+        module.fail_json(msg=missing_required_lib(missing[0]), exception=missing[1])
 
     client = None
+    verifier = None
     try:
-        if module.params["docker_host"]:
-            client = docker.DockerClient(base_url=module.params["docker_host"])
-        else:
-            client = docker.from_env()
-        result = Verifier(module, client).run()
+        client = docker_client(module.params["docker_host"])
+        verifier = Verifier(module, client)
+        result = verifier.run()
     except VerifyFailed as exc:
-        module.fail_json(msg=str(exc), changed=False)
+        module.fail_json(msg=str(exc), changed=verifier is not None and verifier.pulled)
     except DockerException as exc:
-        module.fail_json(msg="Docker error: %s" % exc, changed=False, exception=traceback.format_exc())
+        module.fail_json(msg="Docker error: %s" % exc, changed=verifier is not None and verifier.pulled,
+                         exception=traceback.format_exc())
     finally:
         if client is not None:
             client.close()

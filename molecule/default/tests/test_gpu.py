@@ -153,8 +153,8 @@ def test_a_profile_that_leaks_every_gpu_fails_verification():
     assert rc == 0 and result["changed"] is True, result
     try:
         rc, gpu_facts = adhoc(node, "hpc.gpu_containers.gpu_facts")
-        rc, result = adhoc(node, "hpc.gpu_containers.container_verify",
-                           {"image": image, "gpu_facts": gpu_facts["gpu_facts"], "lsf": {"app": "powerai_leaky"},
+        rc, result = adhoc(node, "hpc.gpu_containers.job_verify",
+                           {"gpu_facts": gpu_facts["gpu_facts"], "lsf": {"app": "powerai_leaky"},
                             "fail_on_mismatch": False}, become=True)
         assert rc == 0 and result["passed"] is False, result
         count = len(recorded(node)["gpus"])

@@ -33,10 +33,17 @@ def test_a_host_builds_the_variants_of_its_architecture_that_have_a_source():
     assert builds[0] == {"logical": "deeplearning", "name": "cuda11-sm70",
                          "image": "head:5000/hpc/deeplearning:cuda11-sm70", "tag": "cuda11-sm70",
                          "registry": "head:5000", "repository": "hpc/deeplearning",
-                         "features": ["cuda11.0", "sm_70"], "source": {"context": "/b/11"}}
+                         "features": ["cuda11.0", "sm_70"], "source": {"context": "/b/11"}, "index": None}
     assert [b["name"] for b in catalogue_builds(CATALOGUE, SOURCES, "ppc64el")] == ["cpu-p9"]
     assert catalogue_builds(CATALOGUE, {}, "x86_64") == []
     assert catalogue_builds({}, {}, "x86_64") == []
+
+
+def test_with_an_index_tag_each_variant_names_its_logical_image_index():
+    builds = catalogue_builds(CATALOGUE, SOURCES, "x86_64", "variants")
+    assert [b["index"] for b in builds] == ["head:5000/hpc/deeplearning:variants", "head:5000/hpc/hopper:variants"]
+    assert [b["index"] for b in catalogue_builds(CATALOGUE, SOURCES, "ppc64le", "v2")] == [
+        "head:5000/hpc/deeplearning:v2"]
 
 
 @pytest.mark.parametrize("sources, message", [

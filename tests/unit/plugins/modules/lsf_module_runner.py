@@ -9,7 +9,8 @@ from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
 
 
-def run_module(module, capsys, check=False, diff=False, **args):
+def run_module(module, capsys, check=False, diff=False, invocation=True, **args):
+    """invocation=False: the result without its ``invocation`` (the arguments as the module saw them)."""
     if check:
         args["_ansible_check_mode"] = True
     if diff:
@@ -19,7 +20,10 @@ def run_module(module, capsys, check=False, diff=False, **args):
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             module.main()
-    return json.loads(capsys.readouterr().out)
+    result = json.loads(capsys.readouterr().out)
+    if not invocation:
+        result.pop("invocation", None)
+    return result
 
 
 def warning_texts(result):

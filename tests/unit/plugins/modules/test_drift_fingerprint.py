@@ -20,10 +20,8 @@ REPO = registry_tests.REPO
 registry = registry_tests.registry
 
 
-def run(capsys, check=False, **args):
-    result = run_module(drift_fingerprint, capsys, check=check, **args)
-    result.pop("invocation", None)
-    return result
+def run(capsys, **args):
+    return run_module(drift_fingerprint, capsys, invocation=False, **args)
 
 
 @pytest.fixture

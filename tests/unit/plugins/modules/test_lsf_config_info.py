@@ -30,9 +30,7 @@ def tree(tmp_path, monkeypatch):
 
 
 def run(capsys, **args):
-    result = run_module(lsf_config_info, capsys, **args)
-    result.pop("invocation", None)
-    return result
+    return run_module(lsf_config_info, capsys, invocation=False, **args)
 
 
 def test_the_layout_of_a_real_tree_from_lsf_top(tree, capsys):
