@@ -16,7 +16,7 @@ description:
     from the P(hpc.gpu_containers.drift_inputs#lookup) lookup).
   - O(state=check) recomputes the digests of the recorded items and compares them and O(inputs) with the
     record. RV(clean) is true only when all match; RV(differences) names what differs (never values). It changes
-    nothing, also outside check mode.
+    nothing, also outside check mode, unless O(forget) says so.
   - The record holds digests only, but the inputs digest covers registry passwords, so the file is C(0600).
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
@@ -34,6 +34,15 @@ options:
     description: The digest of the run's inputs (the P(hpc.gpu_containers.drift_inputs#lookup) lookup).
     type: str
     required: true
+  forget:
+    description:
+      - With O(state=check), outside check mode, when the node differs from the record - delete the record, so
+        that a run that changes the node and does not reach O(state=record) on it (a failed host) leaves it without
+        one, and its next check is a full one. C(site.yml) sets it in a full converge, which records the node
+        again at its end.
+      - Bookkeeping of the fast path, not configuration - RV(forgotten) says it happened, RV(changed) stays false.
+    type: bool
+    default: false
   items:
     description:
       - What the collection manages on this node, by kind, with O(state=record) (a check reads them from the
@@ -78,6 +87,12 @@ EXAMPLES = r"""
   hpc.gpu_containers.drift_fingerprint:
     inputs: "{{ lookup('hpc.gpu_containers.drift_inputs') }}"
   register: fingerprint
+
+- name: Before a converge that records the node again at its end - a node that differs loses its record
+  hpc.gpu_containers.drift_fingerprint:
+    inputs: "{{ lookup('hpc.gpu_containers.drift_inputs') }}"
+    forget: true
+  register: fingerprint
 """
 
 RETURN = r"""
@@ -93,6 +108,11 @@ differences:
   type: list
   elements: str
   sample: ["path:/etc/docker/daemon.json", "service:docker"]
+forgotten:
+  description: O(forget) deleted the record (the node differs from it).
+  returned: always
+  type: bool
+  sample: false
 compared:
   description: The number of digests compared or recorded.
   returned: always
@@ -158,6 +178,7 @@ def main():
             "state": {"type": "str", "choices": ["record", "check"], "default": "check"},
             "inputs": {"type": "str", "required": True},
             "items": {"type": "raw", "default": {}},
+            "forget": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -186,7 +207,13 @@ def main():
             record = None
             state = {}
         found = _fingerprint.differences(record, inputs, state)
-        module.exit_json(changed=False, clean=not found, differences=found, compared=len(state))
+        forgotten = bool(found and before is not None and module.params["forget"] and not module.check_mode)
+        if forgotten:
+            try:
+                os.unlink(path)
+            except OSError as err:
+                module.fail_json(msg="cannot delete the drift record %s: %s" % (path, err))
+        module.exit_json(changed=False, clean=not found, differences=found, compared=len(state), forgotten=forgotten)
 
     try:
         items = _fingerprint.canonical_items(module.params["items"])
@@ -197,7 +224,7 @@ def main():
     text = _fingerprint.record_text(items, inputs, state)
     result = run_edit(module, path, lambda _before: text, create=True, new_mode=0o600, parent_mode=0o755)
     result.pop("diff", None)  # digests: nothing a reader could use
-    module.exit_json(clean=not found, differences=found, compared=len(state), **result)
+    module.exit_json(clean=not found, differences=found, compared=len(state), forgotten=False, **result)
 
 
 if __name__ == "__main__":

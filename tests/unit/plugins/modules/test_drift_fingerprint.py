@@ -45,7 +45,7 @@ def test_record_then_check_is_clean_and_a_second_record_changes_nothing(node, ca
     assert "diff" not in first
     assert not run(capsys, path=record, state="record", inputs="in-1", items=items)["changed"]
     check = run(capsys, path=record, inputs="in-1")
-    assert check == {"changed": False, "clean": True, "differences": [], "compared": 3}
+    assert check == {"changed": False, "clean": True, "differences": [], "compared": 3, "forgotten": False}
 
 
 def test_each_change_is_named_and_the_check_changes_nothing(node, capsys, monkeypatch):
@@ -64,9 +64,26 @@ def test_check_mode_records_nothing_and_no_record_is_never_clean(node, capsys):
     result = run(capsys, check=True, path=str(record), state="record", inputs="x", items={"node": True})
     assert result["changed"] and not record.exists()
     assert run(capsys, path=str(record), inputs="x") == {"changed": False, "clean": False,
-                                                         "differences": ["no record"], "compared": 0}
+                                                         "differences": ["no record"], "compared": 0,
+                                                         "forgotten": False}
     record.write_text("{broken")
     assert run(capsys, path=str(record), inputs="x")["differences"] == ["no record"]
+
+
+def test_forget_deletes_the_record_of_a_node_that_differs_and_only_then(node, capsys):
+    record = node / "fingerprint.json"
+    items = {"paths": [str(node / "docker")]}
+    run(capsys, path=str(record), state="record", inputs="in-1", items=items)
+    # clean: the record stays, whatever forget says
+    assert run(capsys, path=str(record), inputs="in-1", forget=True)["forgotten"] is False and record.exists()
+    # differs, but check mode (the drift check) or forget not asked: the record stays
+    assert run(capsys, check=True, path=str(record), inputs="in-2", forget=True)["forgotten"] is False
+    assert run(capsys, path=str(record), inputs="in-2")["forgotten"] is False and record.exists()
+    # differs in a converge: gone, and the node is not clean until the next record
+    result = run(capsys, path=str(record), inputs="in-2", forget=True)
+    assert result["forgotten"] is True and not result["changed"] and not record.exists()
+    result = run(capsys, path=str(record), inputs="in-1", forget=True)
+    assert result["differences"] == ["no record"] and result["forgotten"] is False
 
 
 def test_bad_items_fail_by_name(node, capsys):
