@@ -34,7 +34,8 @@ Unattended, end to end:
    fast path and the full check again with mitogen's linear strategy, the
    optional accelerator (pip-installed under .cache/bench-drift/mitogen);
 6. the idempotent rerun of each side's site playbook (not in check mode,
-   ``--reruns`` times in turn; ours also on the baseline's scope); then one node drifted: daemon.json of gpu01
+   ``--reruns`` times in turn; ours as it runs by default, where a full converge takes the drift fast path,
+   with the fast path off, and on the baseline's scope); then one node drifted: daemon.json of gpu01
    changed (a key the collection sets removed), the drift check run once
    (the fast path must clear the other GPU node and name the file), the file
    put back and the check run again;
@@ -1085,7 +1086,7 @@ def main(argv=None):
         if not opts.inventory:
             # The baseline's rerun rewrites files ours manages (its whole daemon.json, its LSF lines): ours'
             # reruns and the drifted-node check go first, on the state ours' last converge recorded.
-            extra["reruns"] = reruns(env, measured, skip, opts.reruns, ("ours", "scoped"))
+            extra["reruns"] = reruns(env, measured, skip, opts.reruns, ("ours", "full", "scoped"))
             extra["tamper"] = tamper(env, measured, skip)
             extra["reruns"].update(reruns(env, measured, skip, opts.reruns, ("baseline",)))
             extra["rerun_order"] = "ours-first"
@@ -1110,9 +1111,11 @@ def main(argv=None):
 
 def reruns(env, cluster, skip, count, sides):
     """The idempotent rerun (not in check mode) of the given sides' site playbooks on the converged cluster,
-    ``count`` times in turn, on the docker connection: ``ours`` (``playbooks/site.yml``, the verification
-    container included), ``scoped`` (the same on the baseline's scope) and ``baseline``."""
+    ``count`` times in turn, on the docker connection: ``ours`` (``playbooks/site.yml``: a full converge, which
+    takes the drift fast path), ``full`` (the same with ``-e hpc_drift_fast_path=false``: every role on every
+    node, the verification container included), ``scoped`` (ours on the baseline's scope) and ``baseline``."""
     argv = {"ours": ("playbooks/site.yml", ["--diff", *skip]),
+            "full": ("playbooks/site.yml", ["--diff", "-e", "hpc_drift_fast_path=false", *skip]),
             "scoped": ("playbooks/site.yml", ["--diff", *BASELINE_SCOPE, *skip]),
             "baseline": ("bench/baseline/site.yml", ["--diff"])}
     out = {side: [] for side in sides}
@@ -1120,7 +1123,7 @@ def reruns(env, cluster, skip, count, sides):
         for side in sides:
             name, args = argv[side]
             out[side].append(playbook(env, cluster.inventory, name, args, "rerun-%s-%d" % (
-                "ours" if side == "ours" else "ours-scoped" if side == "scoped" else "baseline", i)))
+                side if side in ("ours", "baseline") else "ours-" + side, i)))
     return out
 
 
@@ -1136,13 +1139,16 @@ def reruns_section(runs, hosts, order=None):
     if not runs or not runs.get("ours"):
         return []
     lines = ["## Idempotent rerun (not in check mode)", "",
-             ("`playbooks/site.yml` (in full and on the baseline's scope, in turn) runs again on the converged"
-              " cluster, then, after the drifted-node check, `bench/baseline/site.yml`, docker connection (ours"
-              " runs the verification container on every Docker host each time)." if order == "ours-first"
+             ("`playbooks/site.yml` (as it runs by default, with the fast path off, and on the baseline's scope,"
+              " in turn) runs again on the converged cluster, then, after the drifted-node check,"
+              " `bench/baseline/site.yml`, docker connection. By default a full converge takes the drift fast path:"
+              " a node as its last full converge left it is left out; with `-e hpc_drift_fast_path=false` every"
+              " role runs on every node, the verification container included." if order == "ours-first"
               else ORDER_CAVEAT), "",
              "| run | median wall (s) | runs (s) | module executions per host | task results per host |"
              " changed results | exit codes |", "|---|---:|---|---|---|---|---|"]
     for label, key in (("ours (playbooks/site.yml)", "ours"),
+                       ("ours, fast path off (-e hpc_drift_fast_path=false)", "full"),
                        ("ours, baseline scope (%s)" % " ".join(BASELINE_SCOPE), "scoped"),
                        ("baseline (bench/baseline/site.yml)", "baseline")):
         if not runs.get(key):
@@ -1157,8 +1163,9 @@ def reruns_section(runs, hosts, order=None):
     ours = median([r["wall"] for r in runs["ours"]])
     ratio = ours / base if base else float("nan")
     lines += ["", "**Ratio ours/baseline (median wall): %.2f** (the target: at most 1)." % ratio]
-    if runs.get("scoped") and base:
-        lines.append("Ours on the baseline's scope / baseline: %.2f." % (median([r["wall"] for r in runs["scoped"]]) / base))
+    for key, label in (("full", "Ours with the fast path off"), ("scoped", "Ours on the baseline's scope")):
+        if runs.get(key) and base:
+            lines.append("%s / baseline: %.2f." % (label, median([r["wall"] for r in runs[key]]) / base))
     lines.append("")
     return lines
 
