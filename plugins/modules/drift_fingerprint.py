@@ -40,7 +40,7 @@ options:
         that a run that changes the node and does not reach O(state=record) on it (a failed host) leaves it without
         one, and its next check is a full one. C(site.yml) sets it in a full converge, which records the node
         again at its end.
-      - Bookkeeping of the fast path, not configuration - RV(forgotten) says it happened, RV(changed) stays false.
+      - Bookkeeping of the fast path, not configuration - RV(forgotten) says it happened, C(changed) stays false.
     type: bool
     default: false
   items:
