@@ -10,6 +10,8 @@ into its ``exit_json`` arguments.  A :class:`FileEditError` becomes
 
 from __future__ import annotations
 
+import os
+import stat
 from contextlib import contextmanager
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import (
@@ -18,7 +20,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit impo
     edit_file,
 )
 
-__all__ = ["FILE_EDIT_ARGS", "model_errors", "result_dict", "run_edit", "text_value"]
+__all__ = ["FILE_EDIT_ARGS", "model_errors", "result_dict", "run_edit", "text_value", "write_files"]
 
 # The options every file-editing module takes, documented once in the ``hpc.gpu_containers.file_edit`` doc
 # fragment: ``argument_spec=dict(..., **FILE_EDIT_ARGS)``.
@@ -96,3 +98,46 @@ def run_edit(module, path, compute, create=False, validate=None, new_mode=0o644,
         module.fail_json(msg=str(err), path=path)
         raise  # not reached: fail_json exits
     return result_dict(module, result)
+
+
+def write_files(module, files):
+    """Write whole files, each ``(path, text, mode)`` through its own transaction: a missing file is created
+    with ``mode`` (0644 when None) and its missing directory with 0755; an existing one keeps its owner, and
+    its mode unless ``mode`` is given. Returns ``changed``, ``changed_files`` (the paths written or whose mode
+    was set, in order), ``diff`` (a list, with ``--diff``) and ``backup_file`` (path to backup, when any)."""
+    out = {"changed": False, "changed_files": []}
+    diffs, backups = [], {}
+    for path, text, mode in files:
+        result = run_edit(module, path, lambda _old, text=text: (text, []), create=True,
+                          new_mode=0o644 if mode is None else mode, parent_mode=0o755)
+        changed = result["changed"] or (mode is not None and _set_mode(module, path, mode))
+        if changed:
+            out["changed"] = True
+            out["changed_files"].append(path)
+        if "diff" in result:
+            diffs.append(result["diff"])
+        if "backup_file" in result:
+            backups[path] = result["backup_file"]
+    if getattr(module, "_diff", False):
+        out["diff"] = diffs
+    if backups:
+        out["backup_file"] = backups
+    return out
+
+
+def _set_mode(module, path, mode):
+    """Give an existing file ``mode``; True when it had another one (in check mode: would be given)."""
+    try:
+        current = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return False  # check mode, a file still to be created (with ``mode``)
+    except OSError as exc:
+        module.fail_json(msg="%s: %s" % (path, exc.strerror), path=path)
+    if current == mode:
+        return False
+    if not module.check_mode:
+        try:
+            os.chmod(path, mode)
+        except OSError as exc:
+            module.fail_json(msg="%s: cannot set mode %04o: %s" % (path, mode, exc.strerror), path=path)
+    return True

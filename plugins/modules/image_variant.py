@@ -24,9 +24,10 @@ description:
   - "Among the variants that fit, the first difference in this order decides: one that uses the GPU; one
     that runs every GPU without PTX JIT; the higher C(cpu_level); the higher C(cuda); the higher C(driver);
     the higher lowest listed compute capability; the one listed first."
-  - Changes nothing on the node, unless O(platform_file) or O(catalogue_file) is set - then it writes the
-    node's platform and the catalogue as the JSON files that the node's command (see the notes) reads at job
-    start, each through the collection's file-edit transaction (check mode, diff, backup).
+  - Changes nothing on the node, unless O(platform_file), O(catalogue_file) or O(command_file) is set - then it
+    writes the node's platform and the catalogue as the JSON files that the node's command (see the notes) reads
+    at job start, and that command itself, each through the collection's file-edit transaction (check mode,
+    diff, backup), creating a missing directory (mode C(0755)) on the way.
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
 extends_documentation_fragment:
@@ -83,13 +84,20 @@ options:
         missing. The node's command reads it from C(/etc/hpc-gpu-containers/images.json) unless told otherwise.
     type: path
     version_added: 0.2.0
+  command_file:
+    description:
+      - Install the node's command (see the notes) as this file, mode C(0644), creating it when missing. It is
+        the rule this module applies, from the same source, so the node picks at job start what the module
+        picked.
+    type: path
+    version_added: 0.2.0
 attributes:
   check_mode:
     support: full
-    description: Computes the same; with O(platform_file) or O(catalogue_file) it predicts the exact change and writes nothing.
+    description: Computes the same; with a file to write it predicts the exact change and writes nothing.
   diff_mode:
     support: full
-    description: With O(platform_file) or O(catalogue_file), shows each file before and after.
+    description: With O(platform_file), O(catalogue_file) or O(command_file), shows each file before and after.
   platform:
     support: full
     platforms: posix
@@ -97,7 +105,8 @@ attributes:
 notes:
   - The same rule is available on a node as a command, C(python3 _image_catalogue.py [--explain] LOGICAL_NAME),
     which reads the catalogue and the node's platform from the JSON files O(catalogue_file) and
-    O(platform_file) write; it exits 3 with the message naming each variant when none fits.
+    O(platform_file) write; it exits 3 with the message naming each variant when none fits. O(command_file)
+    installs it.
 seealso:
   - module: hpc.gpu_containers.gpu_facts
 """
@@ -140,12 +149,13 @@ EXAMPLES = r"""
     catalogue: "{{ site_image_catalogue }}"
   register: images
 
-- name: The files the node's command reads at job start
+- name: The node's command and the files it reads at job start
   hpc.gpu_containers.image_variant:
     gpu_facts: "{{ ansible_facts.gpu_facts }}"
     catalogue: "{{ site_image_catalogue }}"
     platform_file: /etc/hpc-gpu-containers/platform.json
     catalogue_file: /etc/hpc-gpu-containers/images.json
+    command_file: /usr/local/lib/hpc-gpu-containers/_image_catalogue.py
 
 - name: Say which images this node cannot run
   ansible.builtin.debug:
@@ -206,25 +216,14 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_catalogue
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, write_files
 
 
-def write_files(module, files):
-    """Write each (path, text) through the file-edit transaction; changed, diffs and backups of them all."""
-    out = {"changed": False}
-    diffs, backups = [], {}
-    for path, text in files:
-        result = run_edit(module, path, lambda _old, text=text: (text, []), create=True, new_mode=0o644)
-        out["changed"] = out["changed"] or result["changed"]
-        if "diff" in result:
-            diffs.append(result["diff"])
-        if "backup_file" in result:
-            backups[path] = result["backup_file"]
-    if getattr(module, "_diff", False):
-        out["diff"] = diffs
-    if backups:
-        out["backup_file"] = backups
-    return out
+def command_source():
+    """The text of the node's command: the source of the rule this module runs (a file here, or in the module's
+    archive on a node)."""
+    loader = _image_catalogue.__spec__.loader
+    return loader.get_data(_image_catalogue.__file__).decode("utf-8")
 
 
 def main():
@@ -237,6 +236,7 @@ def main():
             fail_on_no_fit=dict(type="bool", default=True),
             platform_file=dict(type="path"),
             catalogue_file=dict(type="path"),
+            command_file=dict(type="path"),
             **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
@@ -273,7 +273,11 @@ def main():
         result["verdicts"][name] = {variant["name"]: verdicts[variant["name"]] for variant in catalogue[name]["variants"]}
     files = [(params["platform_file"], _image_catalogue.render_platform(node_platform)),
              (params["catalogue_file"], _image_catalogue.render_catalogue(catalogue))]
-    result.update(write_files(module, [(path, text) for path, text in files if path]))
+    if params["command_file"]:
+        files.append((params["command_file"], command_source()))
+    written = write_files(module, [(path, text, None) for path, text in files if path])
+    written.pop("changed_files")
+    result.update(written)
     if params["image"] is not None and params["fail_on_no_fit"] and result["unresolved"]:
         module.fail_json(msg=result["unresolved"][params["image"]], **result)
     module.exit_json(**result)

@@ -115,6 +115,15 @@ def test_dockerd_is_running(host):
     assert version.rc == 0 and version.stdout.strip().startswith("20.10.")
 
 
+def test_the_engine_came_with_the_recommended_packages_it_uses_only(host):
+    """docker_engine's default (docker_engine_install_recommends: false): docker.io without its Recommends,
+    with the four of them the engine uses."""
+    for name in ("apparmor", "ca-certificates", "pigz", "xz-utils"):
+        assert host.package(name).is_installed, name
+    for name in ("needrestart", "git", "criu"):
+        assert not host.package(name).is_installed, name
+
+
 def test_docker_runs_a_container(host):
     """A container really runs inside the node (docker-in-docker), from an imported image."""
     script = (

@@ -190,3 +190,27 @@ def test_the_platform_file_is_written_even_when_no_variant_fits(capsys, tmp_path
               platform_file=str(platform_file))
     assert res["failed"] is True and "no variant fits gpu01" in res["msg"]
     assert json.loads(platform_file.read_text()) == res["platform"]
+
+
+def test_the_node_command_is_installed_with_its_directory_and_is_the_rule_the_module_ran(capsys, tmp_path):
+    command_file = tmp_path / "lib" / "hpc" / "_image_catalogue.py"
+    platform_file = tmp_path / "etc" / "platform.json"
+    args = dict(catalogue=CATALOGUE, gpu_facts=facts("gpu01"), node="gpu01", platform_file=str(platform_file),
+                catalogue_file=str(tmp_path / "etc" / "images.json"), command_file=str(command_file))
+    checked = run(capsys, _ansible_check_mode=True, **args)
+    assert checked["changed"] is True and not (tmp_path / "lib").exists() and not (tmp_path / "etc").exists()
+    first = run(capsys, **args)
+    assert first["changed"] is True
+    assert command_file.read_bytes() == Path(_image_catalogue.__file__).read_bytes()
+    assert command_file.stat().st_mode & 0o777 == 0o644
+    assert command_file.parent.stat().st_mode & 0o777 == 0o755
+    # the installed command, run as a node runs it, picks the module's variant
+    import subprocess
+    proc = subprocess.run([sys.executable, str(command_file), "--catalogue", str(tmp_path / "etc" / "images.json"),
+                           "--platform", str(platform_file), "--node", "gpu01", "powerai"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and proc.stdout == first["variants"]["powerai"] + "\n"
+    command_file.write_text("# an older command\n")
+    fixed = run(capsys, _ansible_diff=True, **args)
+    assert fixed["changed"] is True and command_file.read_bytes() == Path(_image_catalogue.__file__).read_bytes()
+    assert run(capsys, **args)["changed"] is False
