@@ -53,7 +53,16 @@ if argv[:1] == ["run"]:
         time.sleep(0.3)
         print("c0ffee")
         sys.exit(0)
-    if "sh" in argv and any("ssh-keygen" in a for a in argv):
+    if "--entrypoint=sh" in argv and any("ssh-keygen" in a for a in argv):
+        # as ssh-keygen does: it looks the user up first
+        if "--volume=/etc/passwd:/etc/passwd:ro" not in argv:
+            uid = [a for a in argv if a.startswith("--user=")][0].split("=")[1].split(":")[0]
+            sys.stderr.write("No user exists for uid %s\n" % uid)
+            sys.exit(255)
+        state = [a.split("=", 1)[1].split(":")[0] for a in argv if a.startswith("--volume=") and "/etc/" not in a][0]
+        for name in ("id", "host_key"):
+            open(os.path.join(state, name), "w").write("private\n")
+            open(os.path.join(state, name + ".pub"), "w").write("ssh-ed25519 AAAAfake srun-docker\n")
         sys.exit(0)
     sys.exit(int(os.environ.get("FAKE_RUN_RC", "0")))
 if argv[:2] == ["container", "inspect"]:
@@ -383,6 +392,19 @@ def test_launcher_two_nodes(bed):
     removed = [a[-1] for a in docker_calls(calls, "rm")]
     assert sorted(n.rsplit("-", 1)[-1] for n in removed if n.startswith("srun-docker-7-")) == ["n1", "n2"]
     assert list((home / ".srun-docker").iterdir()) == []
+
+
+def test_launcher_without_ssh_keygen_makes_the_keys_in_the_image_as_the_user(bed):
+    """A node without ssh-keygen (no openssh-client): the image's own, run as the user, who must exist in it."""
+    run, home = bed
+    # only the stand-ins on PATH (the bed's bin directory, next to home): no ssh-keygen
+    proc, calls = run(["--sshd-port", str(free_port()), "hpc/mpi:1", "--", "mpirun", "hello"],
+                      {"FAKE_EXEC_RC": "0", "PATH": str(home.parent / "bin")})
+    assert proc.returncode == 0, proc.stderr
+    (keygen,) = [a for a in docker_calls(calls, "run") if "--entrypoint=sh" in a]
+    assert "--user=%d:%d" % (os.getuid(), os.getgid()) in keygen and "--network=none" in keygen
+    assert "--volume=/etc/passwd:/etc/passwd:ro" in keygen and "--volume=/etc/group:/etc/group:ro" in keygen
+    assert len(docker_calls(calls, "exec")) == 1 and list((home / ".srun-docker").iterdir()) == []
 
 
 def test_launcher_command_failure_still_cleans_up(bed):
