@@ -70,3 +70,53 @@ def test_na_values_become_none():
 def test_not_nvidia_smi_output(text, message):
     with pytest.raises(VerifyError, match=message):
         parse_nvidia_smi_xml(text)
+
+
+# The real-GPU lane (`make gpu-check`, tools/gpu-check.py) on a machine with a real H100 and driver 580:
+# the facts the collection's own NVML code gathered there, and nvidia-smi -q -x taken on the same machine.
+RECORDED = Path(__file__).resolve().parents[3] / "fixtures" / "nvml" / "recorded"
+H100 = "2026-11-26-nvidia-h100-80gb-hbm3.json"
+
+
+def recorded(name):
+    import json
+
+    return json.loads((RECORDED / name).read_text(encoding="utf-8"))
+
+
+def test_real_h100_facts_from_the_real_driver():
+    facts = recorded(H100)["gpu_facts"]
+    assert facts["present"] and facts["errors"] == [] and facts["reason"] is None
+    assert (facts["driver_version"], facts["cuda_driver_version"], facts["count"]) == ("580.159.04", "13.0", 1)
+    (gpu,) = facts["gpus"]
+    assert (gpu["compute_capability"], gpu["minor_number"], gpu["device_path"]) == ("9.0", 0, "/dev/nvidia0")
+    assert gpu["mig_mode"] == {"capable": True, "current": "disabled", "pending": "disabled"}
+
+
+@pytest.mark.parametrize("smi", ["h100-80gb-hbm3-580.159.04.xml", None])
+def test_real_h100_nvml_and_nvidia_smi_agree(smi):
+    record = recorded(H100)
+    text = xml(smi) if smi else record["nvidia_smi_xml"]
+    seen = parse_nvidia_smi_xml(text)
+    host = record["gpu_facts"]
+    assert (seen["driver_version"], seen["cuda_version"], seen["attached_gpus"]) == (
+        host["driver_version"], host["cuda_driver_version"], host["count"])
+    (gpu,) = seen["gpus"]
+    (nvml_gpu,) = host["gpus"]
+    assert (gpu["uuid"], gpu["pci_bus_id"], gpu["minor_number"], gpu["product_name"]) == (
+        nvml_gpu["uuid"], nvml_gpu["pci_bus_id_short"], nvml_gpu["minor_number"], nvml_gpu["name"])
+
+
+def test_real_h100_container_view_is_compared_by_uuid():
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils import _verify
+
+    record = recorded(H100)
+    facts = record["gpu_facts"]
+    report = {"marker": True, "arch": "x86_64", "nvidia_smi": True, "nvidia_smi_rc": 0,
+              "nvidia_smi_xml": record["nvidia_smi_xml"]}
+    problems, _details = _verify.compare("x86_64", report, _verify.host_gpus(facts), facts)
+    assert problems == []
+    other = dict(report, nvidia_smi_xml=record["nvidia_smi_xml"].replace(
+        facts["gpus"][0]["uuid"], "GPU-00000000-0000-0000-0000-000000000000"))
+    problems, _details = _verify.compare("x86_64", other, _verify.host_gpus(facts), facts)
+    assert problems
