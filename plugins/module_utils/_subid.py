@@ -56,8 +56,26 @@ def parse(text):
     return ranges
 
 
-def _overlap(a_start, a_count, b_start, b_count):
-    return a_start < b_start + b_count and b_start < a_start + a_count
+def _overlap_warnings(ranges):
+    """One sweep over the ranges sorted by start: each range that shares ids with an earlier-starting range of
+    another user is reported once, against the one of them that reaches furthest."""
+    warnings = []
+    # The furthest-reaching range so far, and the furthest-reaching one of any other user than its owner.
+    best = second = None
+    for item in sorted((r for r in ranges if r[3] > 0), key=lambda r: (r[2], r[0])):
+        lineno, name, start, count = item
+        other = best if best is not None and best[1] != name else second
+        if other is not None and other[2] + other[3] > start:
+            warnings.append(tuple(sorted((other, item))))
+        end = start + count
+        if best is None or end > best[2] + best[3]:
+            if best is not None and best[1] != name:
+                second = best
+            best = item
+        elif name != best[1] and (second is None or end > second[2] + second[3]):
+            second = item
+    return ["ranges of %s (line %d) and %s (line %d) overlap" % (first[1], first[0], last[1], last[0])
+            for first, last in sorted(warnings)]
 
 
 def ensure_ranges(text, users, count=65536, start=100000):
@@ -66,6 +84,10 @@ def ensure_ranges(text, users, count=65536, start=100000):
     Returns ``(new_text, assigned, warnings)``: ``assigned`` maps each user to
     the ``(start, count)`` range they own afterwards (an existing one or the new
     one), ``warnings`` name overlapping ranges of different users.
+
+    Linear in the file after one sort: the ranges are swept once in order of
+    start, and the free-slot cursor only moves up, because every new range
+    starts above the one given before it.  Empty ranges (count 0) hold no id.
     """
     if count < 1 or count > _ID_LIMIT:
         raise SubidError("count must be between 1 and %d" % _ID_LIMIT)
@@ -76,29 +98,32 @@ def ensure_ranges(text, users, count=65536, start=100000):
             raise SubidError("%r is not a valid user name" % (user,))
     text = text or ""
     ranges = parse(text)
-    warnings = []
-    for i, (line_a, name_a, start_a, count_a) in enumerate(ranges):
-        for line_b, name_b, start_b, count_b in ranges[i + 1:]:
-            if name_a != name_b and _overlap(start_a, count_a, start_b, count_b):
-                warnings.append("ranges of %s (line %d) and %s (line %d) overlap" % (name_a, line_a, name_b, line_b))
-    taken = [(s, c) for _line, _name, s, c in ranges]
+    warnings = _overlap_warnings(ranges)
+    owned = {}
+    for _line, name, s, c in ranges:
+        if c >= count and name not in owned:
+            owned[name] = (s, c)
+    taken = sorted((s, s + c) for _line, _name, s, c in ranges if c > 0)
     assigned, added = {}, []
+    candidate = -(-start // count) * count
+    index = 0
     for user in users:
         if user in assigned:
             continue
-        own = [(s, c) for _line, name, s, c in ranges if name == user and c >= count]
-        if own:
-            assigned[user] = own[0]
+        if user in owned:
+            assigned[user] = owned[user]
             continue
-        candidate = -(-start // count) * count
-        while any(_overlap(candidate, count, s, c) for s, c in taken):
-            blocking_end = max(s + c for s, c in taken if _overlap(candidate, count, s, c))
-            candidate = -(-blocking_end // count) * count
+        # Every range starting below the candidate's end either ends at or below the candidate (and can never
+        # block a later, higher candidate) or blocks it: move past it, to the next multiple of count.
+        while index < len(taken) and taken[index][0] < candidate + count:
+            if taken[index][1] > candidate:
+                candidate = -(-taken[index][1] // count) * count
+            index += 1
         if candidate + count > _ID_LIMIT:
             raise SubidError("no free range of %d ids left for %s" % (count, user))
-        taken.append((candidate, count))
         assigned[user] = (candidate, count)
         added.append("%s:%d:%d\n" % (user, candidate, count))
+        candidate += count
     if not added:
         return text, assigned, warnings
     if text and not text.endswith("\n"):
