@@ -11,6 +11,7 @@ command in the first node's container -> stop file -> the step ends normally).""
 import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -198,8 +199,72 @@ def test_runtime_dir_of_another_node_is_dropped(srun_docker, tmp_path):
 
 def test_check_options(srun_docker):
     assert srun_docker.check_options(["--shm-size=1g", "-e", "X=1"], ["--privileged"]) == ["--shm-size=1g", "-e", "X=1"]
-    with pytest.raises(srun_docker.UsageError, match="--privileged, --user"):
+    with pytest.raises(srun_docker.UsageError, match="--privileged"):
         srun_docker.check_options(["--privileged", "--user=0", "x"], ["--privileged", "--user"])
+
+
+def role_denied_options():
+    """The role's default denied_options (what a site without its own list runs with)."""
+    import yaml
+    return yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())["slurm_docker_denied_options"]
+
+
+# Parsed as Docker's CLI (pflag) parses them, each of these makes the container something srun-docker promises it
+# is not (another uid, more privileges, another job's namespaces, the node's devices or files).
+REFUSED_DOCKOPTS = [
+    ["-u0"], ["-uroot"], ["-u", "0"], ["-itu0"], ["-tu", "root"], ["--user=0"], ["--user", "0:0"],  # item 5
+    ["--privileged"], ["--privileged=true"], ["--cap-add=ALL"], ["--security-opt", "seccomp=unconfined"],
+    ["--ipc=container:srun-docker-8-0-n1"], ["--network=container:other"], ["--net=host"],  # item 9
+    ["--pid=host"], ["--uts=host"], ["--userns=host"], ["--cgroupns=host"], ["--cgroup-parent=/"],
+    ["--oom-score-adj=-1000"], ["--cpuset-cpus=0-63"], ["--cpuset-mems", "0"], ["--cpus=64"], ["-m", "1t"],
+    ["--memory-swap=-1"], ["-c", "100000"], ["--ulimit", "memlock=-1"], ["--pids-limit=-1"],
+    ["--device=/dev/nvidia0"], ["--device-cgroup-rule=c 195:* rwm"], ["--gpus", "all"], ["--runtime=runc"],
+    ["-v", "/:/host"], ["-v/:/host"], ["--volume=/etc:/e"], ["--mount", "type=bind,src=/,dst=/h"],
+    ["--volumes-from", "other"], ["--entrypoint=/bin/sh"], ["--group-add=0"], ["--env-file", "/x"],
+    ["-w", "/"], ["--name=x"], ["--rm=false"], ["-p", "22:22"], ["--sysctl", "kernel.x=1"],
+    ["--label", "hpc.gpu_containers.slurm_job=8"], ["-lhpc.gpu_containers.slurm_job.user=0"],
+    ["alpine"], ["--", "--privileged"], ["--tmpfs", "rel"],
+    ["-e", "NVIDIA_VISIBLE_DEVICES=all"], ["-eNVIDIA_VISIBLE_DEVICES=all"], ["--env=CUDA_VISIBLE_DEVICES=0,1,2,3"],  # 7
+    ["--env", "NVIDIA_DRIVER_CAPABILITIES=all"], ["-e", "NVIDIA_REQUIRE_CUDA=cuda>=1"], ["-e", "LD_PRELOAD=/x.so"],
+    ["-ie", "NVIDIA_VISIBLE_DEVICES=all"], ["-e", "SLURM_JOB_ID=1"],
+]
+
+
+@pytest.mark.parametrize("options", REFUSED_DOCKOPTS, ids=lambda o: " ".join(o))
+def test_dockopts_refused_as_docker_parses_them(srun_docker, options):
+    """Items 5, 7, 9: every one of these refused with the role's defaults, whatever its spelling."""
+    with pytest.raises(srun_docker.UsageError):
+        srun_docker.check_options(options, role_denied_options())
+
+
+def test_dockopts_refusal_names_the_option(srun_docker):
+    for options, named in ((["-u0"], "-u0"), (["-itu0"], "-u0"), (["--ipc=container:x"], "--ipc"),
+                           (["-v", "/:/h"], "-v"), (["-e", "NVIDIA_VISIBLE_DEVICES=all"], "NVIDIA_VISIBLE_DEVICES")):
+        with pytest.raises(srun_docker.UsageError, match=re.escape(named)):
+            srun_docker.check_options(options, [])
+
+
+def test_dockopts_allowed(srun_docker):
+    for options in (["-it"], ["-i", "-t"], ["--tty=false"], ["-e", "X=1"], ["-eX=1"], ["--env=X"], ["-e", "X"],
+                    ["--label=a:b/c"], ["-l", "site.x=1"], ["--shm-size=8g"], ["--shm-size", "1g"],
+                    ["--tmpfs", "/scratch:size=1g"], ["--read-only"], ["--init"], ["-ite", "A=1", "-e", "B=2"]):
+        assert srun_docker.check_options(options, role_denied_options()) == options
+    # a site takes an allowed option away
+    with pytest.raises(srun_docker.UsageError, match="--shm-size"):
+        srun_docker.check_options(["--shm-size=1g"], ["--shm-size"])
+    with pytest.raises(srun_docker.UsageError, match="-t"):
+        srun_docker.check_options(["-it"], ["--tty"])
+
+
+def test_image_position_takes_an_image_only(srun_docker):
+    """Item 6: what srun-docker hands docker as the image is never an option."""
+    for image in ("hpc/mpi:1", "reg:5000/hpc/mpi:1", "localhost/x", "a.b/c/d:e-1.2",
+                  "x@sha256:" + "0" * 64, "[::1]:5000/x:1"):
+        assert srun_docker.check_image(image) == image
+    for bad in ("--label=a:b/c", "--privileged", "-it", "-uroot", "--pid=host", "", "x\n", "hpc/mpi:1 --x",
+                "case/UPPER", "x:" + "t" * 200):
+        with pytest.raises(srun_docker.UsageError, match="not an image reference"):
+            srun_docker.check_image(bad)
 
 
 def test_qualify_image(srun_docker):
@@ -211,16 +276,38 @@ def test_qualify_image(srun_docker):
     assert srun_docker.qualify_image("x", "", ["docker.io"]) == "x"
 
 
-def test_mount_options(srun_docker):
-    volumes = srun_docker.mount_options("/home/a", "/scratch/run", ["/data"], ["/ref:/ref:ro", "/src:/dst"])
-    assert volumes == ["--volume=/home/a:/home/a", "--volume=/scratch/run:/scratch/run", "--volume=/data:/data",
-                       "--volume=/ref:/ref:ro", "--volume=/src:/dst"]
-    assert srun_docker.mount_options("/home/a", "/home/a/x", [], []) == ["--volume=/home/a:/home/a"]
+def test_mount_options(srun_docker, tmp_path):
+    home, run, data, ref, src = (tmp_path / n for n in ("home", "run", "data", "ref", "src"))
+    for path in (home, run, data, ref, src, home / "x"):
+        path.mkdir()
+    volumes = srun_docker.mount_options(str(home), str(run), [str(data)], ["%s:/ref:ro" % ref, "%s:/dst" % src])
+    assert volumes == ["--volume=%s:%s" % (home, home), "--volume=%s:%s" % (run, run), "--volume=%s:%s" % (data, data),
+                       "--volume=%s:/ref:ro" % ref, "--volume=%s:/dst" % src]
+    assert srun_docker.mount_options(str(home), str(home / "x"), [], []) == ["--volume=%s:%s" % (home, home)]
     for bad in (["rel"], ):
         with pytest.raises(srun_docker.UsageError):
-            srun_docker.mount_options("/h", "/h", bad, [])
+            srun_docker.mount_options(str(home), str(home), bad, [])
     with pytest.raises(srun_docker.UsageError):
-        srun_docker.mount_options("/h", "/h", [], ["/a:/b:rx"])
+        srun_docker.mount_options(str(home), str(home), [], ["%s:/b:rx" % ref])
+
+
+def test_mounts_of_host_paths_the_user_cannot_reach_are_refused(srun_docker, tmp_path):
+    """Item 9: dockerd (root) creates a missing source and reaches past directories the user may not enter; the
+    engine's socket and the kernel's interfaces are never mounted; a link is mounted as what it points to."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "sock").symlink_to("/var/run/docker.sock")
+    cases = [([], ["/no/such/dir:/x"], "no such file"), (["/no/such/dir"], [], "no such file"),
+             ([], ["/var/run/docker.sock:/var/run/docker.sock"], "not mounted"), ([], ["/proc:/p"], "not mounted"),
+             ([], ["/sys/fs/cgroup:/c"], "not mounted"), (["/dev"], [], "not mounted"),
+             ([], ["%s:/s" % (home / "sock")], "not mounted"), ([], ["%s:rel" % home], "absolute")]
+    for datamnts, mounts, message in cases:
+        with pytest.raises(srun_docker.UsageError, match=message):
+            srun_docker.mount_options(str(home), str(home), datamnts, mounts)
+    (home / "data").mkdir()
+    (home / "link").symlink_to(home / "data")
+    assert srun_docker.mount_options(str(home), str(home), [], ["%s:/d" % (home / "link")])[-1] == \
+        "--volume=%s:/d" % (home / "data")
 
 
 def test_container_environment_drops_slurm_and_loader_variables(srun_docker):
@@ -351,6 +438,107 @@ def test_refusals_start_nothing(bed):
     assert proc.returncode == 2 and "not inside a Slurm job" in proc.stderr and not calls
     proc, calls = run(["--no-ssh", "hpc/mpi:1", "true"])
     assert proc.returncode == 2 and "one-node job" in proc.stderr
+
+
+def test_job_refusals_as_docker_parses_them_start_nothing(bed):
+    """Items 5, 6, 7 and 9 as a job gives them: refused, exit 2, no container."""
+    run, _home = bed
+    step = {"SLURM_STEP_ID": "0", "SLURM_STEP_GPUS": "1", "SLURM_JOB_GPUS": "0,1"}
+    cases = [
+        (["--dockopts=-u0", "hpc/mpi:1", "id"], "-u0"),  # item 5
+        (["--dockopts", "-u0", "hpc/mpi:1", "id"], "--dockopts"),
+        (["--dockopts", "-it -uroot", "hpc/mpi:1", "id"], "-uroot"),
+        (["--", "--label=a:b/c", "--privileged", "--pid=host", "hpc/mpi:1", "id"], "not an image reference"),  # 6
+        (["--privileged=true", "hpc/mpi:1", "id"], "unrecognized arguments"),
+        (["--dockopts", "-e NVIDIA_VISIBLE_DEVICES=all", "hpc/mpi:1", "nvidia-smi"], "NVIDIA_VISIBLE_DEVICES"),  # 7
+        (["--env", "NVIDIA_VISIBLE_DEVICES=all", "hpc/mpi:1", "nvidia-smi"], "NVIDIA_VISIBLE_DEVICES"),
+        (["--env", "CUDA_VISIBLE_DEVICES=0,1", "hpc/mpi:1", "nvidia-smi"], "CUDA_VISIBLE_DEVICES"),
+        (["--dockopts=--ipc=container:srun-docker-6-0-1-n1", "hpc/mpi:1", "id"], "--ipc"),  # item 9
+        (["--dockopts", "--oom-score-adj=-1000 --cpuset-cpus=0", "hpc/mpi:1", "id"], "--oom-score-adj"),
+        (["--mount", "/var/run/docker.sock:/s", "hpc/mpi:1", "id"], "not mounted"),
+    ]
+    for args, message in cases:
+        proc, calls = run(args, step)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+        assert not docker_calls(calls, "run"), args
+
+
+def test_srun_docker_has_the_last_word_on_the_gpus_and_the_labels(bed):
+    """Item 7: whatever the job adds, the last NVIDIA_VISIBLE_DEVICES (the one Docker keeps) is srun-docker's."""
+    run, _home = bed
+    proc, calls = run(["--dockopts", "-it -e SITE=1 --label=site.x=1 --shm-size=1g", "hpc/mpi:1", "true"],
+                      {"SLURM_STEP_ID": "0", "SLURM_STEP_GPUS": "1", "SLURM_JOB_GPUS": "0,1"})
+    assert proc.returncode == 0, proc.stderr
+    (argv,) = docker_calls(calls, "run")
+    image = argv.index("reg:5000/hpc/mpi:1")
+    options = argv[:image]
+    assert "SITE=1" in options and "--shm-size=1g" in options
+    visible = [a for a in options if "NVIDIA_VISIBLE_DEVICES" in a]
+    assert visible == ["--env=NVIDIA_VISIBLE_DEVICES=GPU-b"]
+    # srun-docker's own options come after the job's: a repeated one is srun-docker's
+    assert options.index("--shm-size=1g") < options.index("--env=NVIDIA_VISIBLE_DEVICES=GPU-b")
+    assert options.index("--shm-size=1g") < options.index("--label=hpc.gpu_containers.slurm_job=7")
+
+
+def test_container_held_to_the_jobs_cpus_and_memory(bed):
+    """Item 8: the job's CPUs (its affinity) and memory, from Slurm's environment where no cgroup says less."""
+    run, _home = bed
+    proc, calls = run(["hpc/mpi:1", "true"], {"SLURM_STEP_ID": "0", "SLURM_CPUS_ON_NODE": "1",
+                                               "SLURM_MEM_PER_NODE": "100"})
+    assert proc.returncode == 0, proc.stderr
+    (argv,) = docker_calls(calls, "run")
+    assert "--cpus=1" in argv and "--memory=104857600" in argv and "--memory-swap=104857600" in argv
+    cpuset = [a for a in argv if a.startswith("--cpuset-cpus=")]
+    assert cpuset == ["--cpuset-cpus=%s" % ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))] or \
+        len(cpuset) == 1
+    # the launcher's per-node containers too
+    proc, calls = run(["--sshd-port", str(free_port()), "hpc/mpi:1", "true"],
+                      {"SLURM_CPUS_ON_NODE": "1", "SLURM_MEM_PER_CPU": "50"})
+    assert proc.returncode == 0, proc.stderr
+    for argv in docker_calls(calls, "run"):
+        if "--detach" in argv:
+            assert "--cpus=1" in argv and "--memory=52428800" in argv
+
+
+def test_resource_options_from_a_cgroup_v2_step(srun_docker, tmp_path):
+    root = tmp_path / "cg"
+    step = root / "system.slice" / "slurmstepd.scope" / "job_7" / "step_0"
+    step.mkdir(parents=True)
+    (step / "cpuset.cpus.effective").write_text("2-3,6\n")
+    (step / "cpu.max").write_text("max 100000\n")
+    (step / "memory.max").write_text("max\n")
+    (step.parent / "memory.max").write_text("1073741824\n")
+    (step.parent / "cpu.max").write_text("250000 100000\n")
+    (tmp_path / "self").write_text("0::/system.slice/slurmstepd.scope/job_7/step_0\n")
+    limits = srun_docker.cgroup_limits(str(tmp_path / "self"), str(root))
+    assert limits == {"cpus": {2, 3, 6}, "cpu_quota": 2.5, "memory": 1073741824}
+    opts = srun_docker.resource_options(limits, {"cpus": None, "memory": None}, set(range(8)))
+    assert opts == ["--cpuset-cpus=2-3,6", "--cpus=2.5", "--memory=1073741824", "--memory-swap=1073741824"]
+    # Slurm's own figures where they are smaller; the affinity within the cpuset
+    opts = srun_docker.resource_options(limits, {"cpus": 2, "memory": 512 * 2 ** 20}, {2, 3})
+    assert opts == ["--cpuset-cpus=2-3", "--cpus=2", "--memory=536870912", "--memory-swap=536870912"]
+
+
+def test_resource_options_from_a_cgroup_v1_step(srun_docker, tmp_path):
+    root = tmp_path / "cg"
+    for controller, files in (("cpuset", {"cpuset.effective_cpus": "1\n"}),
+                              ("memory", {"memory.limit_in_bytes": "209715200\n"}),
+                              ("cpu,cpuacct", {"cpu.cfs_quota_us": "-1\n", "cpu.cfs_period_us": "100000\n"})):
+        directory = root / controller / "slurm" / "uid_2001" / "job_7" / "step_0"
+        directory.mkdir(parents=True)
+        for name, text in files.items():
+            (directory / name).write_text(text)
+    (root / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (tmp_path / "self").write_text("".join("%d:%s:/slurm/uid_2001/job_7/step_0\n" % (n, c) for n, c in
+                                           enumerate(("cpuset", "memory", "cpu,cpuacct", "name=systemd"), 1)))
+    limits = srun_docker.cgroup_limits(str(tmp_path / "self"), str(root))
+    assert limits == {"cpus": {1}, "cpu_quota": None, "memory": 209715200}
+    assert srun_docker.resource_options(limits, srun_docker.slurm_limits({"SLURM_CPUS_ON_NODE": "4"}), {0, 1}) == \
+        ["--cpuset-cpus=1", "--cpus=1", "--memory=209715200", "--memory-swap=209715200"]
+    # no cgroup, no Slurm figures: the affinity alone
+    assert srun_docker.resource_options({}, srun_docker.slurm_limits({}), {0, 1}) == ["--cpuset-cpus=0-1", "--cpus=2"]
+    assert srun_docker.slurm_limits({"SLURM_CPUS_ON_NODE": "2", "SLURM_MEM_PER_CPU": "10"}) == \
+        {"cpus": 2, "memory": 20 * 2 ** 20}
 
 
 def test_image_pulled_once_with_the_site_login(bed, tmp_path):
