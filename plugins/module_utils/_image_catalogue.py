@@ -123,20 +123,23 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_NO_FIT = 3
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_VARIANT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-_VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+)*$")
-_CC_RE = re.compile(r"^([0-9]+)\.([0-9])$")
-_X86_LEVEL_RE = re.compile(r"^x86[-_]64-v([1-4])$", re.IGNORECASE)
-_POWER_RE = re.compile(r"^power([0-9]+)$", re.IGNORECASE)
-_ARCH_RE = re.compile(r"^[a-z0-9_]+$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+_VARIANT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+# At most 9 digits a component and 8 components: int() of each is exact and cheap (a 5,000-digit one is refused).
+_VERSION_RE = re.compile(r"^[0-9]{1,9}(?:\.[0-9]{1,9}){0,7}\Z")
+_CC_RE = re.compile(r"^([0-9]{1,3})\.([0-9])\Z")
+_X86_LEVEL_RE = re.compile(r"^x86[-_]64-v([1-4])\Z", re.IGNORECASE)
+_POWER_RE = re.compile(r"^power([0-9]{1,3})\Z", re.IGNORECASE)
+_ARCH_RE = re.compile(r"^[a-z0-9_]+\Z")
 # The distribution reference grammar, narrowed: a domain is the first component when it has a
 # '.' or ':' or is localhost; repository components are lower case; then :tag and/or @digest.
+# Every pattern here ends in \Z, not $: $ also matches before a final newline, which would let a name or a
+# reference with a newline through to the line the node's command prints.
 _IMAGE_RE = re.compile(
     r"^(?:(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?)/)?"
     r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
     r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
-    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$"
+    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?\Z"
 )
 
 _FIELDS = ("name", "image", "architecture", "cpu_level", "cuda", "driver", "compute_capabilities", "ptx", "gpu")
@@ -730,6 +733,11 @@ def _load(path, what):
         raise ImageCatalogueError("%s: cannot read the %s: %s" % (path, what, err.strerror or err))
     except ValueError as err:  # json.JSONDecodeError, UnicodeDecodeError
         raise ImageCatalogueError("%s: the %s is not JSON: %s" % (path, what, err))
+    except RecursionError:
+        # json follows arrays and objects by recursion: a file nested past the interpreter's limit is bad input.
+        raise ImageCatalogueError("%s: the %s is nested too deeply to be an image catalogue or a platform "
+                                  "(arrays or objects inside one another past %d levels)"
+                                  % (path, what, sys.getrecursionlimit()))
 
 
 def main(argv=None, stdout=None, stderr=None):
