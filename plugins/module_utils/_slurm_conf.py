@@ -15,7 +15,8 @@ Grammar (Slurm 22.05 ``src/common/parse_config.c``, slurm.conf(5), gres.conf(5))
   operator (``+``, ``-``, ``*``, ``/``) may precede it; ``value`` is either
   ``"..."`` (blanks allowed, no ``"`` inside) or a run of non-blanks.  Keys are
   case-insensitive; node and partition names are not.
-* ``include FILE`` (any case) reads another file: kept as it is, never followed.
+* ``include FILE`` (any case) reads another file: kept as it is; :func:`include_targets` lists them for the
+  module, which follows them (relative to slurm.conf's directory, wildcards allowed).
 * A line whose first key is ``NodeName``, ``PartitionName``, ``FrontendName``,
   ``DownNodes``, ``NodeSet`` or ``SwitchName`` is a *record*: every pair on it
   belongs to that record.  ``NodeName=DEFAULT`` / ``PartitionName=DEFAULT``
@@ -39,7 +40,10 @@ Public API:
                                        ``(text, changed_keys, warnings)``
 ``set_records(text, kind, records, create_missing=False)``
                                        ``(text, changed_names, warnings)`` for NodeName/PartitionName
-``set_gres(text, nodes, name="gpu")``  ``(text, changed_nodes, warnings)`` for gres.conf
+``set_gres(text, nodes, name="gpu", per_node=None)``  ``(text, changed_nodes, warnings)`` for gres.conf,
+                                       compared by meaning (:func:`described_gpus`)
+``include_targets(text)`` / ``defined_names(text, kind)``   what slurm.conf includes, what a file defines
+``check_node_name(option, name)``      a node name that cannot inject a line
 ``parameters(text)`` / ``record_attributes(text, kind, name)``   effective values
 ``expand_hostlist(expr)`` / ``compress_hostlist(names)``
 ``gres_type_name(gpu_name)`` / ``gpus_in_slurm_order(gpus)`` / ``merge_gres(current, wanted)``
@@ -58,7 +62,8 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer impo
 
 __all__ = ["SlurmSyntaxError", "Document", "parse", "set_parameters", "set_records", "set_gres", "parameters",
            "record_attributes", "expand_hostlist", "compress_hostlist", "gres_type_name", "gpus_in_slurm_order",
-           "merge_gres", "check_value", "RECORD_KEYS"]
+           "merge_gres", "check_value", "check_node_name", "described_gpus", "include_targets", "defined_names",
+           "RECORD_KEYS"]
 
 RECORD_KEYS = ("nodename", "partitionname", "frontendname", "downnodes", "nodeset", "switchname")
 # Keys whose value is a comma-separated set (any order, no repeats).
@@ -530,6 +535,28 @@ def set_parameters(text, settings, list_keys=SET_VALUED_KEYS, keep_existing=()):
     return editor.render(), changed, warnings
 
 
+def include_targets(text):
+    """``[(line number, path as written)]`` of the file's ``include`` lines, in order (the path may be relative to
+    slurm.conf's directory and may hold wildcards)."""
+    out = []
+    for line in parse(text).logical:
+        if line.kind == "include":
+            target = line.code.strip(" \t\r").split(None, 1)[1].strip(" \t")
+            if len(target) > 1 and target[0] == target[-1] and target[0] in "\"'":
+                target = target[1:-1]
+            out.append((line.lineno, target))
+    return out
+
+
+def defined_names(text, kind):
+    """The names the file's ``kind`` records (NodeName, PartitionName) define, DEFAULT left out."""
+    out = set()
+    for line in parse(text).records(kind):
+        if line.pairs[0].value.upper() != "DEFAULT":
+            out.update(_record_names(line))
+    return out
+
+
 def parameters(text):
     """Effective global parameters: {key as written last: value}."""
     out = {}
@@ -621,6 +648,8 @@ def set_records(text, kind, records, create_missing=False):
                 raise ValueError("%s %s: %s is the record's name, not an attribute" % (kind_key, name, key))
             if value is not None:
                 check_value(key, value)
+    for name in records:
+        check_node_name("nodes" if kind_key == "NodeName" else "partitions", name)
     editor = _Editor(doc)
     changed, warnings = [], []
     # wanted changes per node: {name: {lkey: (key, value or None (remove) or "" (empty gres))}}
@@ -725,6 +754,27 @@ def _render_record(line, names, todo):
 
 # --- gres.conf --------------------------------------------------------------------------------------
 
+# The keys that say which GPUs a line describes; every other key on a GPU line (CPUs, Cores, Links, Flags,
+# AutoDetect, MultipleFiles, a key of a later Slurm) is the site's setting for those GPUs and stays with them.
+_GRES_OWNED = ("nodename", "name", "type", "file", "count")
+_GRES_RECORD_KEYS = ("type", "file")
+
+
+def check_node_name(option, name):
+    """Raise ValueError unless ``name`` can be written as a node name without changing the file's lines.
+
+    Slurm node names are host names (letters, digits, ``-``, ``_``, ``.``); a blank, ``=``, ``#``, a quote, a
+    backslash, a control character or a line break would end the pair, start a comment or inject a line.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("%s: node name %s is empty" % (option, excerpt(name)))
+    if re.search(r"[\r\n\x00-\x1f\x7f\x85\u2028\u2029]", name):
+        raise ValueError("%s: node name %s contains a line break or a control character" % (option, excerpt(name)))
+    if not re.match(r"\A[A-Za-z0-9._\-]+\Z", name):
+        raise ValueError("%s: node name %s has a character a Slurm node name cannot hold (only letters, digits, "
+                         "'.', '_' and '-')" % (option, excerpt(name)))
+
+
 def _gres_scope(line):
     pair = line.get("nodename")
     if pair is None:
@@ -735,59 +785,189 @@ def _gres_scope(line):
         raise SlurmSyntaxError(str(exc), line.lineno)
 
 
-def set_gres(text, nodes, name="gpu"):
-    """Make each node's ``Name=<name>`` lines in gres.conf exactly ``nodes[node]`` (a list of
-    ``{key: value}`` records without NodeName/Name, in order; an empty list removes them).
+def _gres_devices(line):
+    """``(files, consistent)``: the device file of each GPU a ``Name=gpu`` line describes (None for a GPU
+    without one) and whether its ``Count`` agrees.  ``File=/dev/nvidia[0-3]`` is four GPUs; a
+    ``MultipleFiles`` line is one GPU, named by its first ``/dev/nvidiaN`` file."""
+    count = line.get("count")
+    file_pair = line.get("file")
+    multiple = line.get("multiplefiles")
+    if file_pair is not None:
+        try:
+            files = expand_hostlist(file_pair.value)
+        except ValueError as exc:
+            raise SlurmSyntaxError("File: %s" % exc, line.lineno)
+    elif multiple is not None:
+        names = [name for name in multiple.value.split(",") if name]
+        files = [next((name for name in names if re.match(r"\A/dev/nvidia\d+\Z", name)), names[0] if names else None)]
+    elif count is not None and count.value.isdigit():
+        return [None] * int(count.value), True
+    else:
+        return [None], count is None
+    return files, count is None or (count.value.isdigit() and int(count.value) == len(files))
 
-    A node's own lines (``NodeName=<node>``) are edited in place, pair by pair, so their trailing
-    comments stay; extra ones are removed, missing ones added after them (or at the end of the file).
-    A line for several nodes loses this node from its NodeName list.  A ``Name=<name>`` line without
-    NodeName applies to every node reading the file and fails the edit: it would double the node's GRES.
+
+def _node_gres_lines(gres_lines, scopes, node, per_node):
+    return [(line, scope) for line, scope in zip(gres_lines, scopes)
+            if (scope is None and per_node) or (scope is not None and node in scope)]
+
+
+def _description(lines):
+    """The node's GPUs as the lines describe them: sorted ``(file, type)``; None when a Count disagrees."""
+    out = []
+    for line, _scope in lines:
+        files, consistent = _gres_devices(line)
+        if not consistent:
+            return None
+        type_pair = line.get("type")
+        out.extend((name, type_pair.value if type_pair else None) for name in files)
+    return sorted(out, key=lambda item: (item[0] or "", item[1] or ""))
+
+
+def described_gpus(text, name="gpu"):
+    """``{node or None: [(device file, type or None)]}``: the GPUs each node of a gres.conf gets (None: the lines
+    without NodeName, which every node reading the file gets)."""
+    doc = parse(text)
+    out = {}
+    for line in doc.logical:
+        if line.kind != "gres" or line.get("name").value != name:
+            continue
+        files, _consistent = _gres_devices(line)
+        type_pair = line.get("type")
+        for node in _gres_scope(line) or [None]:
+            out.setdefault(node, []).extend((f, type_pair.value if type_pair else None) for f in files)
+    return out
+
+
+def _extras(line):
+    """The line's pairs the edit does not own, as written."""
+    return [line.code[pair.start:pair.end].strip(" \t") for pair in line.pairs if pair.lkey not in _GRES_OWNED]
+
+
+def _render_gpu(node_key, node, name, gpu_type, device, extras, multiple):
+    """One GPU's line; ``node_key`` is the NodeName key as the file spells it (None: a line without it)."""
+    parts = ["%s=%s" % (node_key, node)] if node_key is not None else []
+    parts.append("Name=%s" % name)
+    if gpu_type is not None:
+        parts.append("Type=%s" % _render_value(gpu_type))
+    if not multiple:
+        parts.append("File=%s" % _render_value(device))
+    return " ".join(parts + list(extras))
+
+
+def set_gres(text, nodes, name="gpu", per_node=None):
+    """Make each node's ``Name=<name>`` lines in gres.conf describe exactly ``nodes[node]``: a list of
+    ``{"File": device, "Type": type}`` records (``Type`` optional); an empty list removes the node's GPUs.
+
+    What a node has is compared by meaning: the device files its lines give it (``File=/dev/nvidia[0-3]``,
+    several files, ``Count``), on its own lines or on lines for several nodes (``NodeName=n[1-4]``,
+    ``NodeName=a,b``), with their types; the same GPUs in any spelling are no change.  When they differ, a
+    GPU that stays keeps its line and the line's other settings (``CPUs``, ``Cores``, ``Links``, ``Flags``,
+    ``AutoDetect``, ``MultipleFiles``, any other key): an own line whose GPUs all stay is edited in place
+    (its type; a Count that disagrees goes), else it is replaced by one line per GPU that stays, with the
+    line's settings; a node leaves a line shared with other nodes, which keep it as it was, and gets lines
+    of its own for its GPUs that stay.  New GPUs get lines after the node's last line.
+
+    ``per_node``: the file is one node's own (Slurm reads lines without NodeName as the reading node's);
+    ``nodes`` must then name that one node, and new lines have no NodeName.  None: a file whose ``Name=<name>``
+    lines exist and none of whose lines has a NodeName is taken as per node when ``nodes`` names one node.
+    Otherwise a ``Name=<name>`` line without NodeName fails the edit: it would double the nodes' GPUs.
     Returns ``(text, changed_nodes, warnings)``.
     """
+    for node, wanted in nodes.items():
+        check_node_name("nodes", node)
+        for record in wanted:
+            for key, value in record.items():
+                if key.lower() not in _GRES_RECORD_KEYS:
+                    raise ValueError("gres record of %s: %s is not a key the edit sets (File, Type)" % (node, key))
+                check_value(key, value)
+            if "file" not in [key.lower() for key in record]:
+                raise ValueError("gres record of %s: no File" % node)
     doc = parse(text)
     editor = _Editor(doc)
     changed, warnings = [], []
     gres_lines = [line for line in doc.logical if line.kind == "gres" and line.get("name").value == name]
-    scopes = []
-    for line in gres_lines:
-        scope = _gres_scope(line)
-        if scope is None:
-            raise SlurmSyntaxError("Name=%s without NodeName applies to every node that reads this file; give it "
-                                   "a NodeName so that the lines of %s can be managed"
-                                   % (name, ", ".join(nodes) or "each node"), line.lineno)
-        scopes.append(scope)
-    leaving = {}  # index into gres_lines -> nodes that leave a shared line
+    scopes = [_gres_scope(line) for line in gres_lines]
+    if per_node is None:
+        per_node = (len(nodes) == 1 and bool(gres_lines)
+                    and not any(line.kind == "gres" and line.get("nodename") for line in doc.logical))
+    elif per_node and len(nodes) != 1:
+        raise ValueError("per_node: a per-node gres.conf describes one node; %d are given (%s)"
+                         % (len(nodes), ", ".join(nodes)))
+    if not per_node:
+        for line, scope in zip(gres_lines, scopes):
+            if scope is None:
+                raise SlurmSyntaxError("Name=%s without NodeName applies to every node that reads this file; give "
+                                       "it a NodeName so that the lines of %s can be managed, or, when the file is "
+                                       "one node's own, use per_node" % (name, ", ".join(nodes) or "each node"),
+                                       line.lineno)
+    leaving = {}  # id(line) -> (line, scope, [nodes that leave it])
     for node, wanted in nodes.items():
+        want = {}
         for record in wanted:
-            for key, value in record.items():
-                if key.lower() in ("nodename", "name"):
-                    raise ValueError("gres record of %s: %s is set by the edit itself" % (node, key))
-                check_value(key, value)
-        own = [line for line, scope in zip(gres_lines, scopes) if scope == [node]]
-        shared = [i for i, scope in enumerate(scopes) if node in scope and scope != [node]]
-        for i in shared:
-            leaving.setdefault(i, []).append(node)
-        for line, record in zip(own, wanted):
-            _edit_gres_line(editor, line, record)
-        for line in own[len(wanted):]:
-            for index in range(line.start, line.end):
-                editor.removed.add(index)
-        extra = wanted[len(own):]
-        anchor = own[-1].end - 1 if own else (gres_lines[-1].end - 1 if gres_lines else None)
-        for record in extra:
-            new = " ".join(["NodeName=%s" % node, "Name=%s" % name]
-                           + ["%s=%s" % (k, _render_value(v)) for k, v in record.items()])
+            values = dict((key.lower(), value) for key, value in record.items())
+            if values["file"] in want:
+                raise ValueError("gres record of %s: File %s is given twice" % (node, excerpt(values["file"])))
+            want[values["file"]] = values.get("type")
+        wanted_set = sorted(((f, t) for f, t in want.items()), key=lambda item: (item[0], item[1] or ""))
+        lines = _node_gres_lines(gres_lines, scopes, node, per_node)
+        if _description(lines) == wanted_set:
+            continue
+        changed.append(node)
+        new_key = None if per_node else "NodeName"
+        kept = set()
+        anchor = None
+        for line, scope in lines:
+            files, consistent = _gres_devices(line)
+            type_pair = line.get("type")
+            line_type = type_pair.value if type_pair else None
+            stays = [f for f in files if f is not None and f in want and f not in kept]
+            own = scope is None or scope == [node]
+            multiple = line.get("multiplefiles") is not None
+            key_pair = line.get("nodename")
+            line_key = key_pair.key if key_pair is not None else None
+            if own:
+                anchor = line.end - 1
+                new_types = set(want[f] for f in stays)
+                if stays == files and len(new_types) == 1:
+                    new_type = new_types.pop()
+                    if new_type != line_type:
+                        if new_type is None:
+                            _remove_pair(editor, line, type_pair)
+                        elif type_pair is not None:
+                            _set_pair(editor, line, type_pair, new_type)
+                        else:
+                            _insert_pair_after(editor, line, line.get("name"), "Type", new_type)
+                    if not consistent:
+                        _remove_pair(editor, line, line.get("count"))
+                else:
+                    for index in range(line.start, line.end):
+                        editor.removed.add(index)
+                    for device in stays:
+                        editor.insert_after(line.end - 1, _render_gpu(line_key, node, name, want[device], device,
+                                                                      _extras(line), multiple))
+            else:
+                if consistent and stays == files and all(want[f] == line_type for f in files):
+                    kept.update(stays)
+                    continue
+                leaving.setdefault(id(line), (line, scope, []))[2].append(node)
+                anchor = line.end - 1
+                for device in stays:
+                    editor.insert_after(line.end - 1, _render_gpu(line_key, node, name, want[device], device,
+                                                                  _extras(line), multiple))
+            kept.update(stays)
+        if anchor is None and gres_lines:
+            anchor = gres_lines[-1].end - 1
+        for device, gpu_type in want.items():
+            if device in kept:
+                continue
+            new = _render_gpu(new_key, node, name, gpu_type, device, [], False)
             if anchor is not None:
                 editor.insert_after(anchor, new)
             else:
                 editor.append.append(new)
-        if shared or extra or len(own) > len(wanted) or any(
-                not _gres_line_matches(line, record) for line, record in zip(own, wanted)):
-            changed.append(node)
-    for i, gone in leaving.items():
-        line = gres_lines[i]
-        rest = [member for member in scopes[i] if member not in gone]
+    for line, scope, gone in leaving.values():
+        rest = [member for member in scope if member not in gone]
         if rest:
             _set_pair(editor, line, line.get("nodename"), compress_hostlist(rest))
         else:
@@ -796,25 +976,8 @@ def set_gres(text, nodes, name="gpu"):
     return editor.render(), changed, warnings
 
 
-def _gres_line_matches(line, record):
-    have = dict((p.lkey, p.value) for p in line.pairs if p.lkey not in ("nodename", "name"))
-    want = dict((k.lower(), v) for k, v in record.items())
-    return have == want
-
-
-def _edit_gres_line(editor, line, record):
-    want = dict((k.lower(), (k, v)) for k, v in record.items())
-    for pair in line.pairs:
-        if pair.lkey in ("nodename", "name"):
-            continue
-        if pair.lkey not in want:
-            _remove_pair(editor, line, pair)
-        elif want[pair.lkey][1] != pair.value:
-            _set_pair(editor, line, pair, want[pair.lkey][1])
-    have = set(p.lkey for p in line.pairs)
-    for lkey, (key, value) in want.items():
-        if lkey not in have:
-            _append_pair(editor, line, key, value)
+def _insert_pair_after(editor, line, after, key, value):
+    editor.replace_span(line, after.end, after.end, " %s=%s" % (key, _render_value(value)))
 
 
 # --- GPUs -------------------------------------------------------------------------------------------

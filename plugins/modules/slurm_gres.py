@@ -16,9 +16,17 @@ description:
     Slurm's GPU index I (C(SLURM_JOB_GPUS), C(SLURM_STEP_GPUS)) is the I-th line of the node.
   - The type is the GPU's name as Slurm's C(AutoDetect=nvml) spells it (C(NVIDIA A100-SXM4-40GB) becomes
     C(nvidia_a100-sxm4-40gb)); O(typed=false) leaves types out.
-  - A node's own lines are edited in place (their trailing comments stay); a line naming several nodes loses the
-    nodes given here from its C(NodeName) list; lines of other nodes, other GRES and comments stay byte-identical.
-    A C(Name=gpu) line without C(NodeName) fails the task with C(path:line), as it would give every node its GPUs.
+  - What a node has is compared by meaning, not text - device ranges (C(File=/dev/nvidia[0-3])), C(Count), node
+    ranges (C(NodeName=gpu[01-04])) and several nodes on one line are read as the GPUs they give each node; the same
+    GPUs in another spelling are no change (the file stays byte-identical).
+  - When a node's GPUs differ, only that node's lines change. A GPU that stays keeps its line and the site's own
+    settings on it (C(CPUs), C(Cores), C(Links), C(Flags), C(AutoDetect), C(MultipleFiles), any other key); an own
+    line whose GPUs all stay is edited in place (its trailing comment stays), one whose GPUs partly go is replaced
+    by one line per GPU that stays, with the same settings. A line naming several nodes loses the node from its
+    C(NodeName) list and the other nodes keep it as it was; lines of other nodes, other GRES and comments stay
+    byte-identical.
+  - A C(Name=gpu) line without C(NodeName) gives its GPUs to every node that reads the file. In a per-node file
+    (O(per_node)) such lines are the node's own and are edited; otherwise they fail the task with C(path:line).
   - Returns the C(Gres) value for each node's C(slurm.conf) line (RV(gres)) and the GPUs by Slurm index
     (RV(devices)), so M(hpc.gpu_containers.slurm_conf) and the job side agree with the file.
 version_added: 0.2.0
@@ -38,6 +46,8 @@ options:
     description:
       - Slurm node name to the node's GPUs, each a mapping with C(name), C(uuid) and C(minor_number) (the
         C(gpus) list of M(hpc.gpu_containers.gpu_facts)). An empty list removes the node's C(gpu) lines.
+      - A node name is letters, digits, C(.), C(_) and C(-); any other name (a blank, a line break) fails the task
+        before the file is read.
     type: dict
     required: true
   typed:
@@ -45,6 +55,15 @@ options:
       - Give every line a C(Type) (the GPU's model), so jobs can ask for C(--gres=gpu:<type>:N).
     type: bool
     default: true
+  per_node:
+    description:
+      - The file is one node's own C(gres.conf) (each node keeps its own copy, its lines without C(NodeName)).
+        O(nodes) must then name that one node; its lines are those without C(NodeName) and those naming it, and new
+        lines are written without C(NodeName).
+      - When not given, a file with C(Name=gpu) lines none of which has a C(NodeName) is taken as per node if
+        O(nodes) names one node; C(false) always refuses lines without C(NodeName).
+    type: bool
+    version_added: 0.2.0
 attributes:
   platform:
     support: full
@@ -63,6 +82,12 @@ EXAMPLES = r"""
       gpu01: "{{ hostvars['gpu01'].ansible_facts.gpu_facts.gpus }}"
       gpu02: "{{ hostvars['gpu02'].ansible_facts.gpu_facts.gpus }}"
   register: gres
+
+- name: A node's own gres.conf (each node keeps its copy, without NodeName)
+  hpc.gpu_containers.slurm_gres:
+    path: /etc/slurm/gres.conf
+    per_node: true
+    nodes: "{{ {slurm_node_name: ansible_facts.gpu_facts.gpus} }}"
 
 - name: And the matching Gres of the nodes in slurm.conf
   hpc.gpu_containers.slurm_conf:
@@ -108,6 +133,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import (
     SlurmSyntaxError,
+    check_node_name,
     gpu_gres,
     set_gres,
 )
@@ -119,6 +145,7 @@ def main():
             path=dict(type="path", required=True, aliases=["dest"]),
             nodes=dict(type="dict", required=True),
             typed=dict(type="bool", default=True),
+            per_node=dict(type="bool"),
             **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
@@ -126,7 +153,11 @@ def main():
     path = module.params["path"]
     records, gres, devices = {}, {}, {}
     try:
+        if module.params["per_node"] and len(module.params["nodes"]) != 1:
+            raise ValueError("per_node: a per-node gres.conf describes one node; %d are given"
+                             % len(module.params["nodes"]))
         for node, gpus in module.params["nodes"].items():
+            check_node_name("nodes", node)
             if not isinstance(gpus, list) or not all(isinstance(gpu, dict) for gpu in gpus):
                 raise ValueError("nodes.%s must be a list of GPUs (gpu_facts gpus)" % node)
             records[node], gres[node], devices[node] = gpu_gres(gpus, module.params["typed"])
@@ -137,7 +168,7 @@ def main():
 
     def compute(text):
         with model_errors(path, SlurmSyntaxError):
-            new_text, changed_nodes, warnings = set_gres(text or "", records)
+            new_text, changed_nodes, warnings = set_gres(text or "", records, per_node=module.params["per_node"])
         outcome["changed_nodes"] = changed_nodes
         if text is None and not changed_nodes:
             return None, warnings

@@ -6,12 +6,16 @@ import pytest
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import (
     SlurmSyntaxError,
+    check_node_name,
     check_value,
     compress_hostlist,
+    defined_names,
+    described_gpus,
     expand_hostlist,
     gpu_gres,
     gpus_in_slurm_order,
     gres_type_name,
+    include_targets,
     merge_gres,
     parameters,
     parse,
@@ -242,8 +246,50 @@ def test_set_gres_appends_for_a_new_node_and_creates_text():
 
 def test_gres_line_without_nodename_fails():
     with pytest.raises(SlurmSyntaxError) as err:
-        set_gres("Name=gpu File=/dev/nvidia0\n", {"a": []})
-    assert err.value.line == 1
+        set_gres("Name=gpu File=/dev/nvidia0\n", {"a": [], "b": []})
+    assert err.value.line == 1 and "per_node" in err.value.msg
+    with pytest.raises(SlurmSyntaxError):
+        set_gres("Name=gpu File=/dev/nvidia0\n", {"a": []}, per_node=False)
+    with pytest.raises(ValueError, match="per_node"):
+        set_gres("", {"a": [], "b": []}, per_node=True)
+
+
+def test_per_node_gres_file_is_the_nodes_own():
+    text = "AutoDetect=off\nName=gpu File=/dev/nvidia[0-1] Cores=0-3   # both\nNodeName=other Name=gpu File=/dev/nvidia5\n"
+    assert set_gres(text, {"a": [{"File": "/dev/nvidia0"}, {"File": "/dev/nvidia1"}]}, per_node=True)[1] == []
+    new, changed, _w = set_gres(text, {"a": [{"File": "/dev/nvidia1"}, {"File": "/dev/nvidia2"}]}, per_node=True)
+    assert changed == ["a"]
+    assert new == ("AutoDetect=off\nName=gpu File=/dev/nvidia1 Cores=0-3\nName=gpu File=/dev/nvidia2\n"
+                   "NodeName=other Name=gpu File=/dev/nvidia5\n")
+    # detected: Name=gpu lines, none with a NodeName, one node asked for
+    assert set_gres("Name=gpu File=/dev/nvidia0\n", {"a": []})[0] == ""
+
+
+def test_described_gpus_by_meaning():
+    text = "NodeName=n[1-2] Name=gpu Type=a Count=2 File=/dev/nvidia[0-1]\nNodeName=n2 Name=gpu File=/dev/nvidia2\n"
+    assert described_gpus(text) == {"n1": [("/dev/nvidia0", "a"), ("/dev/nvidia1", "a")],
+                                    "n2": [("/dev/nvidia0", "a"), ("/dev/nvidia1", "a"), ("/dev/nvidia2", None)]}
+
+
+@pytest.mark.parametrize("bad", ["n1\nName=gpu", "", "a b", "a=b", "a#b", "a\u2028b", "gpu[1-2]"])
+def test_node_names_that_cannot_be_written_are_refused(bad):
+    with pytest.raises(ValueError, match="nodes: node name"):
+        check_node_name("nodes", bad)
+    with pytest.raises(ValueError, match="partitions: node name"):
+        set_records("PartitionName=p\n", "PartitionName", {bad: {"State": "UP"}}, create_missing=True)
+
+
+def test_gres_records_only_file_and_type():
+    with pytest.raises(ValueError, match="CPUs is not a key"):
+        set_gres("", {"a": [{"File": "/dev/nvidia0", "CPUs": "0"}]})
+    with pytest.raises(ValueError, match="given twice"):
+        set_gres("", {"a": [{"File": "/dev/nvidia0"}, {"File": "/dev/nvidia0"}]})
+
+
+def test_include_targets_and_defined_names():
+    text = "A=1\ninclude nodes.conf\nInclude  \"/etc/slurm/p d/*.conf\"   # parts\nNodeName=x[1-2] CPUs=1\n"
+    assert include_targets(text) == [(2, "nodes.conf"), (3, "/etc/slurm/p d/*.conf")]
+    assert defined_names(text, "NodeName") == {"x1", "x2"}
 
 
 # --- host lists, GPUs --------------------------------------------------------------------------------

@@ -119,5 +119,16 @@ def test_slurm_gres_bad_input(tmp_path, capsys, nodes, message):
 def test_slurm_gres_shared_line_without_nodename(tmp_path, capsys):
     path = tmp_path / "gres.conf"
     path.write_text("# all nodes\nName=gpu File=/dev/nvidia[0-1]\n")
-    res = run_module(slurm_gres, capsys, path=str(path), nodes={"n1": V100})
+    res = run_module(slurm_gres, capsys, path=str(path), nodes={"n1": V100, "n2": A100})
     assert res["failed"] is True and res["msg"].startswith("%s:2: Name=gpu without NodeName" % path)
+    res = run_module(slurm_gres, capsys, path=str(path), nodes={"n1": V100}, per_node=False)
+    assert res["failed"] is True and res["msg"].startswith("%s:2: Name=gpu without NodeName" % path)
+    assert path.read_text() == "# all nodes\nName=gpu File=/dev/nvidia[0-1]\n"
+
+
+def test_slurm_gres_per_node_file(tmp_path, capsys):
+    path = tmp_path / "gres.conf"
+    path.write_text("# this node\nName=gpu File=/dev/nvidia[0-1] CPUs=0-7\n")
+    res = check_then_run(slurm_gres, capsys, path, nodes={"n1": V100}, per_node=True)
+    assert res["changed_nodes"] == ["n1"]
+    assert path.read_text() == "# this node\nName=gpu Type=tesla_v100-sxm2-16gb File=/dev/nvidia[0-1] CPUs=0-7\n"
