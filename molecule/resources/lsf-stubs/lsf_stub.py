@@ -741,9 +741,12 @@ def cmd_bsub(argv, conf):
     job = next_job_id(conf)
     env = dict(os.environ, LSB_JOBID=str(job), LSB_HOSTS=socket.gethostname(), LSB_QUEUE=queue)
     gpus = []
+    # LSF sets the job's effective resource requirement for every job; bsub -gpu shows in it as ngpus_physical.
+    env["LSB_EFFECTIVE_RSRCREQ"] = "select[type == local] order[r15s:pg]"
     if "-gpu" in options:
         gpus = allocate_gpus(job, gpu_request(options["-gpu"]))
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(index) for index in gpus)
+        env["LSB_EFFECTIVE_RSRCREQ"] = "select[(ngpus>0) && (type == local)] order[r15s:pg] rusage[ngpus_physical=%d.00]" % len(gpus)
     run = command
     app_name = options.get("-app")
     starter = None

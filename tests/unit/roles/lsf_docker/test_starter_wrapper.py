@@ -45,6 +45,9 @@ def render(serverdir, **overrides):
         "lsf_docker_image_resolver": str(RESOLVER),
         "lsf_docker_catalogue_file": "/etc/hpc-gpu-containers/images.json",
         "lsf_docker_platform_file": "/etc/hpc-gpu-containers/platform.json",
+        "lsf_docker_client": "/usr/bin/docker",
+        "lsf_docker_starter_search_path": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "__lsf_docker_gpu_enforced": False,
     }
     variables.update(overrides)
     return env.from_string((ROLE / "templates" / "lsf-docker-starter.py.j2").read_text()).render(**variables)
@@ -133,14 +136,16 @@ def test_a_hostile_job_environment_reaches_nothing(wrapper, tmp_path):
     ({"NVIDIA_VISIBLE_DEVICES": "all"}, {"NVIDIA_VISIBLE_DEVICES": "void"}),
     # A job cannot widen its allocation by naming more GPUs itself.
     ({"CUDA_VISIBLE_DEVICES": "1", "NVIDIA_VISIBLE_DEVICES": "all"}, {"NVIDIA_VISIBLE_DEVICES": "1"}),
-    # A job's own capabilities are kept.
+    # A job may narrow the site's capabilities, never widen them.
     ({"CUDA_VISIBLE_DEVICES": "0", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility,video"},
-     {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility,video"}),
+     {"NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}),
+    ({"CUDA_VISIBLE_DEVICES": "0", "NVIDIA_DRIVER_CAPABILITIES": "compute"}, {"NVIDIA_DRIVER_CAPABILITIES": "compute"}),
 ], ids=["allocated", "renumbered-by-lsf", "uuid", "blanks", "none", "empty", "job-asks-all", "job-widens",
-        "job-capabilities"])
+        "job-widens-capabilities", "job-narrows-capabilities"])
 def test_allocated_gpus_become_the_containers_gpus(wrapper, job_env, expected):
-    _path, run = wrapper()
-    seen = run(job_env)["env"]
+    """A GPU job (LSF's effective resource requirement reserves GPUs) with LSF's GPU enforcement on."""
+    _path, run = wrapper(__lsf_docker_gpu_enforced=True)
+    seen = run(dict(job_env, LSB_EFFECTIVE_RSRCREQ="select[(ngpus>0)] rusage[ngpus_physical=1.00]"))["env"]
     for name, value in expected.items():
         assert seen.get(name) == value, (name, seen.get(name))
 
