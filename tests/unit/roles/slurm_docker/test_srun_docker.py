@@ -537,6 +537,9 @@ def test_resource_options_from_a_cgroup_v1_step(srun_docker, tmp_path):
         ["--cpuset-cpus=1", "--cpus=1", "--memory=209715200", "--memory-swap=209715200"]
     # no cgroup, no Slurm figures: the affinity alone
     assert srun_docker.resource_options({}, srun_docker.slurm_limits({}), {0, 1}) == ["--cpuset-cpus=0-1", "--cpus=2"]
+    # a kernel without swap accounting: --memory alone (Docker would warn on every run)
+    assert srun_docker.resource_options({"memory": 2 ** 20}, {}, {0}, False) == \
+        ["--cpuset-cpus=0", "--cpus=1", "--memory=1048576"]
     assert srun_docker.slurm_limits({"SLURM_CPUS_ON_NODE": "2", "SLURM_MEM_PER_CPU": "10"}) == \
         {"cpus": 2, "memory": 20 * 2 ** 20}
 
