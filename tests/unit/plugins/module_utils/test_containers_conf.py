@@ -6,13 +6,18 @@ import tomllib
 
 import pytest
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _containers_conf
+
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._containers_conf import (
     ContainersConfError,
+    defaults_to_set,
     get_value,
     render_value,
     set_array_entries,
     set_keys,
+    set_registries,
 )
+
 
 STORAGE = """# storage.conf as a distribution ships it
 [storage]
@@ -110,9 +115,13 @@ def test_bad_table_name_refused():
         set_keys(None, {"a]\n[b": {"x": 1}})
 
 
-def test_unreadable_value_named_by_line():
+def test_unreadable_value_named_by_line(monkeypatch):
+    """Without tomllib or tomli (Python 3.9 / 3.10 nodes) a value outside the subset reader is refused."""
+    text = '[engine]\nx = 1979-05-27\n'
+    assert tomllib.loads(set_keys(text, {"engine": {"x": 1}})[0]) == {"engine": {"x": 1}}
+    monkeypatch.setattr(_containers_conf, "_toml", None)
     with pytest.raises(ContainersConfError) as err:
-        set_keys('[engine]\nx = 1979-05-27\n', {"engine": {"x": 1}})
+        set_keys(text, {"engine": {"x": 1}})
     assert err.value.line == 2
 
 
@@ -127,3 +136,194 @@ def test_render_value_types():
 def test_crlf_file_keeps_crlf():
     out = set_keys("[storage]\r\ndriver = \"vfs\"\r\n", {"storage": {"driver": "overlay", "x": 1}})[0]
     assert out == "[storage]\r\ndriver = \"overlay\"\r\nx = 1\r\n"
+
+
+# --- TOML escaping (values and keys the next run must read back) ---
+
+@pytest.mark.parametrize("bad", ["del\x7f", "ls\u2028x", "ps\u2029x", "nel\x85x", "esc\x1b[0m", "surrogate\ud800"])
+def test_characters_that_break_a_line_or_a_reader_are_refused(bad):
+    with pytest.raises(ContainersConfError) as err:
+        set_keys("[engine]\n", {"engine": {"x": bad}})
+    assert "\\u" in str(err.value) or "\\x" in str(err.value)
+
+
+def test_a_raw_line_separator_in_a_site_value_is_not_a_line_break():
+    text = '[engine]\nx = "a\u2028[injected]"\ny = 1\n'
+    out, changed = set_keys(text, {"engine": {"y": 2}})
+    assert tomllib.loads(out) == {"engine": {"x": "a\u2028[injected]", "y": 2}}
+    assert changed == ["engine.y"]
+
+
+@pytest.mark.parametrize("key", ['a"b', "a'b", "a.b", "a b", "é", 'x\\"'])
+def test_quoted_keys_are_read_back_on_the_next_run(key):
+    out, changed = set_keys("[engine]\n", {"engine": {key: "v"}})
+    assert tomllib.loads(out) == {"engine": {key: "v"}}
+    assert set_keys(out, {"engine": {key: "v"}}) == (out, [])
+    again, changed = set_keys(out, {"engine": {key: "w"}})
+    assert tomllib.loads(again) == {"engine": {key: "w"}} and changed == ["engine." + key]
+
+
+@pytest.mark.parametrize("key", ["a\nb", "a\x7fb", "a\u2028b", ""])
+def test_keys_with_line_breaks_or_controls_refused(key):
+    with pytest.raises(ContainersConfError):
+        set_keys("[engine]\n", {"engine": {key: "v"}})
+
+
+@pytest.mark.parametrize("raw, value", [
+    (r'"\U0001F600"', "\U0001F600"), (r'"tab\there"', "tab\there"), ("'C:\\dir'", "C:\\dir"),
+    ('"""\\\n   joined"""', "joined"), ("'''a'b'''", "a'b"), ("0x1F", 31), ("1_000", 1000),
+    ("[ 1, [2, 3] ]", [1, [2, 3]]),
+])
+def test_site_values_compare_as_toml_reads_them(raw, value):
+    text = "[engine]\nx = %s\n" % raw
+    assert set_keys(text, {"engine": {"x": value}}) == (text, [])
+
+
+def test_json_only_escape_is_not_toml():
+    with pytest.raises(ContainersConfError) as err:
+        set_keys('[engine]\nx = "a\\/b"\n', {"engine": {"x": "a/b"}})
+    assert err.value.line == 2
+
+
+def test_a_header_inside_a_multiline_string_is_no_table():
+    text = '[engine]\nx = """\n[storage]\ndriver = "vfs"\n"""\n'
+    out = set_keys(text, {"storage": {"driver": "overlay"}})[0]
+    assert tomllib.loads(out) == {"engine": {"x": '[storage]\ndriver = "vfs"\n'}, "storage": {"driver": "overlay"}}
+
+
+# --- files TOML cannot read are refused, with line and column, before any edit ---
+
+@pytest.mark.parametrize("text, line", [
+    ('[storage]\ndriver = "overlay"\nadditionalimagestores = [\n  "/a",\n', 4),            # cut short in an array
+    ('[storage]\ndriver = "overlay"\n[storage]\ndriver = "overlay"\n', 3),               # pasted twice
+    ('[storage]\ndriver = "overlay"\ndriver = "vfs"\n', 3),                               # a key twice
+    ('[storage\ndriver = "overlay"\n', 1),
+    ('[engine]\nx = "unterminated\n', 2),
+    ('[engine]\ngarbage line\n', 2),
+])
+def test_malformed_files_refused_with_line_and_column(text, line):
+    with pytest.raises(ContainersConfError) as err:
+        set_keys(text, {"engine": {"events_logger": "file"}})
+    assert err.value.line == line and err.value.column >= 1
+
+
+def test_malformed_file_refused_also_for_registries():
+    with pytest.raises(ContainersConfError):
+        set_array_entries('[[registry]]\nlocation = "a"\n[[registry]\n', "registry", "location", [{"location": "b"}])
+
+
+# --- registries.conf: v1 stays v1, v2 stays v2, a conversion only when asked ---
+
+V1 = """# v1, as distributions shipped it
+[registries.search]
+registries = ['docker.io', 'quay.io']
+
+# Registries that do not use TLS
+[registries.insecure]
+registries = []
+
+[registries.block]
+registries = ["evil.example:5000"]
+"""
+
+
+def _v1_lists(text):
+    doc = tomllib.loads(text)
+    assert "registry" not in doc and "unqualified-search-registries" not in doc, "v1 file got v2 content"
+    return {k: v["registries"] for k, v in doc["registries"].items()}
+
+
+def test_v1_file_is_edited_in_v1_terms():
+    out, changed, syntax = set_registries(V1, [{"location": "head:5000", "insecure": True}])
+    assert syntax == "v1"
+    assert _v1_lists(out) == {"search": ["docker.io", "quay.io"], "insecure": ["head:5000"],
+                              "block": ["evil.example:5000"]}
+    assert changed == ["registries.insecure.registries"]
+    assert [line for line in V1.splitlines() if line not in out.splitlines()] == ["registries = []"]
+    assert set_registries(out, [{"location": "head:5000", "insecure": True}]) == (out, [], "v1")
+
+
+def test_v1_unblock_and_secure_remove_only_that_location():
+    out, changed, syntax = set_registries(V1, [{"location": "evil.example:5000", "blocked": False, "insecure": False}])
+    assert _v1_lists(out)["block"] == [] and _v1_lists(out)["search"] == ["docker.io", "quay.io"]
+    assert changed == ["registries.block.registries"] and syntax == "v1"
+
+
+def test_v1_missing_table_is_added_in_v1():
+    text = "[registries.search]\nregistries = ['docker.io']\n"
+    out, changed, syntax = set_registries(text, [{"location": "head:5000", "insecure": True}])
+    assert _v1_lists(out) == {"search": ["docker.io"], "insecure": ["head:5000"]} and syntax == "v1"
+
+
+def test_v1_converted_whole_only_when_asked():
+    out, changed, syntax = set_registries(V1, [{"location": "head:5000", "insecure": True}], syntax="v2")
+    doc = tomllib.loads(out)
+    assert syntax == "v2" and "registries" not in doc
+    assert doc["unqualified-search-registries"] == ["docker.io", "quay.io"]
+    assert doc["registry"] == [{"location": "evil.example:5000", "blocked": True},
+                               {"location": "head:5000", "insecure": True}]
+    assert "# Registries that do not use TLS" in out and "# v1, as distributions shipped it" in out
+    assert set_registries(out, [{"location": "head:5000", "insecure": True}], syntax="v2") == (out, [], "v2")
+
+
+def test_v2_file_stays_v2_and_new_file_is_v2():
+    text = 'unqualified-search-registries = ["docker.io"]\n'
+    out, changed, syntax = set_registries(text, [{"location": "head:5000", "insecure": True}])
+    assert syntax == "v2" and tomllib.loads(out)["registry"] == [{"location": "head:5000", "insecure": True}]
+    assert set_registries("", [{"location": "head:5000", "insecure": True}])[2] == "v2"
+
+
+def test_mixed_file_refused():
+    text = V1 + '\n[[registry]]\nlocation = "x:5000"\n'
+    with pytest.raises(ContainersConfError) as err:
+        set_registries(text, [{"location": "head:5000", "insecure": True}])
+    assert "v1" in str(err.value) and "v2" in str(err.value)
+
+
+def test_v1_drop_in_refused_unless_converted():
+    with pytest.raises(ContainersConfError) as err:
+        set_registries(V1, [{"location": "head:5000", "insecure": True}], drop_in=True)
+    assert "registries.conf.d" in str(err.value) and "registries_syntax" in str(err.value)
+    assert set_registries(V1, [{"location": "head:5000", "insecure": True}], syntax="v2", drop_in=True)[2] == "v2"
+
+
+@pytest.mark.parametrize("location", ["http://head:5000", "", "a b", "head:5000\n[x]"])
+def test_bad_locations_refused(location):
+    with pytest.raises(ContainersConfError):
+        set_registries(V1, [{"location": location, "insecure": True}])
+
+
+# --- defaults: a site's own value is kept unless it is one never kept ---
+
+@pytest.mark.parametrize("site, expected, kept", [
+    ("btrfs", "btrfs", ["storage.driver"]), ("zfs", "zfs", ["storage.driver"]), ("overlay", "overlay", []),
+    ("vfs", "overlay", []), ("", "overlay", []), (None, "overlay", []),
+])
+def test_defaults_keep_a_site_driver_but_never_vfs(site, expected, kept):
+    text = "[storage]\n" + ('driver = "%s"\n' % site if site is not None else "") + 'runroot = "/run/x"\n'
+    settings, kept_keys = defaults_to_set(text, {"storage": {"driver": "overlay"}}, {"storage": {"driver": ["vfs", ""]}})
+    out = set_keys(text, settings)[0]
+    assert tomllib.loads(out)["storage"]["driver"] == expected and kept_keys == kept
+
+
+@pytest.mark.parametrize("monkey", [False, True])
+@pytest.mark.parametrize("text, line", [
+    ('[storage]\ndriver = "overlay"\n[storage]\ndriver = "overlay"\n', 3),
+    ('[storage]\ndriver = "overlay"\ndriver = "vfs"\n', 3),
+    ('[engine]\ngarbage line\n', 2),
+    ('[engine]\nx = [1,\n', 2),
+])
+def test_malformed_refused_also_without_tomllib(monkeypatch, monkey, text, line):
+    if monkey:
+        monkeypatch.setattr(_containers_conf, "_toml", None)
+    with pytest.raises(ContainersConfError) as err:
+        set_keys(text, {"engine": {"events_logger": "file"}})
+    assert err.value.line == line and err.value.column >= 1
+
+
+def test_subset_reader_without_tomllib_edits_and_round_trips(monkeypatch):
+    monkeypatch.setattr(_containers_conf, "_toml", None)
+    out, changed = set_keys(STORAGE, WANT)
+    assert tomllib.loads(out)["storage"]["driver"] == "overlay" and set_keys(out, WANT) == (out, [])
+    out, changed, syntax = set_registries(V1, [{"location": "head:5000", "insecure": True}])
+    assert syntax == "v1" and _v1_lists(out)["insecure"] == ["head:5000"]

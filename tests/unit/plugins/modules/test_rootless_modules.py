@@ -2,6 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """containers_conf and subid_ranges through AnsibleModule; the podman LSF profile through lsf_application."""
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -37,8 +38,54 @@ def test_containers_conf_bad_file_fails_with_path_and_line(tmp_path, capsys):
     path.write_text('[engine]\nevents_logger = "file\n')
     before = path.read_bytes()
     result = run_module(containers_conf, capsys, path=str(path), settings={"engine": {"events_logger": "file"}})
-    assert result["failed"] and result["msg"].startswith("%s:2: " % path)
+    assert result["failed"] and result["msg"].startswith("%s:2:" % path)
     assert path.read_bytes() == before
+
+
+def test_containers_conf_refuses_a_file_pasted_twice_with_line_and_column(tmp_path, capsys):
+    path = tmp_path / "storage.conf"
+    path.write_text('[storage]\ndriver = "overlay"\n[storage]\ndriver = "overlay"\n')
+    before = path.read_bytes()
+    result = run_module(containers_conf, capsys, path=str(path), settings={"storage": {"driver": "overlay"}})
+    assert result["failed"] and re.match(re.escape(str(path)) + r":3:\d+: not TOML: ", result["msg"])
+    assert path.read_bytes() == before
+
+
+V1_REGISTRIES = "[registries.search]\nregistries = ['docker.io']\n\n[registries.insecure]\nregistries = []\n"
+
+
+def test_containers_conf_keeps_a_v1_registries_conf_in_v1(tmp_path, capsys):
+    path = tmp_path / "registries.conf"
+    path.write_text(V1_REGISTRIES)
+    result = run_module(containers_conf, capsys, path=str(path), registries=[{"location": "head:5000", "insecure": True}])
+    doc = tomllib.loads(path.read_text())
+    assert result["changed"] and result["registries_syntax"] == "v1"
+    assert "registry" not in doc and doc["registries"]["insecure"]["registries"] == ["head:5000"]
+    converted = run_module(containers_conf, capsys, path=str(path), registries_syntax="v2",
+                           registries=[{"location": "head:5000", "insecure": True}])
+    doc = tomllib.loads(path.read_text())
+    assert converted["registries_syntax"] == "v2" and "registries" not in doc
+    assert doc == {"unqualified-search-registries": ["docker.io"], "registry": [{"location": "head:5000", "insecure": True}]}
+
+
+def test_containers_conf_refuses_a_v1_drop_in(tmp_path, capsys):
+    path = tmp_path / "registries.conf.d" / "50-site.conf"
+    path.parent.mkdir()
+    path.write_text(V1_REGISTRIES)
+    result = run_module(containers_conf, capsys, path=str(path), registries=[{"location": "head:5000", "insecure": True}])
+    assert result["failed"] and "registries_syntax" in result["msg"] and path.read_text() == V1_REGISTRIES
+
+
+def test_containers_conf_defaults_keep_a_site_driver(tmp_path, capsys):
+    path = tmp_path / "storage.conf"
+    path.write_text('[storage]\ndriver = "btrfs"\n')
+    args = dict(path=str(path), defaults={"storage": {"driver": "overlay"}},
+                replace_site_values={"storage": {"driver": ["vfs", ""]}})
+    result = run_module(containers_conf, capsys, **args)
+    assert result["changed"] is False and result["kept_keys"] == ["storage.driver"]
+    path.write_text('[storage]\ndriver = "vfs"\n')
+    assert run_module(containers_conf, capsys, **args)["changed_keys"] == ["storage.driver"]
+    assert tomllib.loads(path.read_text())["storage"]["driver"] == "overlay"
 
 
 def test_subid_ranges_creates_and_reports(tmp_path, capsys):
