@@ -178,6 +178,7 @@ backup_files:
 
 import glob
 import os
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -219,14 +220,25 @@ def normalize_records(kind, option, records):
 
 
 def read_text(path):
-    """The file's text, None when it does not exist; FileEditError when it cannot be read."""
+    """The file's text, None when it does not exist; FileEditError when it cannot be read or is no regular file
+    (opened without blocking, so that a FIFO named by an include line cannot hang the task)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise FileEditError("cannot read: %s" % exc.strerror, path=path)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileEditError("not a regular file", path=path)
+        with os.fdopen(fd, "rb") as handle:
+            fd = None
+            data = handle.read()
+    except OSError as exc:
+        raise FileEditError("cannot read: %s" % exc.strerror, path=path)
+    finally:
+        if fd is not None:
+            os.close(fd)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

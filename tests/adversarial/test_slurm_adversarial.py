@@ -13,6 +13,7 @@ through the modules' main() and the one file-edit transaction:
 * node names that would inject a line are refused, naming the option, and the file keeps its bytes.
 """
 
+import os
 import shutil
 from pathlib import Path
 
@@ -266,6 +267,18 @@ def test_include_loop_is_refused(tmp_path, capsys):
     assert res["failed"] is True and "includes itself" in res["msg"]
 
 
+def test_include_of_a_fifo_or_a_directory_fails_without_blocking(tmp_path, capsys):
+    main, cloud = slurm_gcp_tree(tmp_path)
+    os.mkfifo(tmp_path / "etc" / "fifo.conf")
+    for target in ("fifo.conf", "nodes.d"):
+        main.write_text(main.read_text().replace("include cloud.conf", "include %s\ninclude cloud.conf" % target))
+        before = main.read_bytes(), cloud.read_bytes()
+        res = run_module(slurm_conf, capsys, path=str(main), nodes={"g1-gpu-0": {"Weight": "5"}})
+        assert res["failed"] is True and res["msg"] == "%s: not a regular file" % (tmp_path / "etc" / target)
+        assert (main.read_bytes(), cloud.read_bytes()) == before
+        main.write_text(main.read_text().replace("include %s\n" % target, ""))
+
+
 # --- item 15: node names with a newline -----------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["n1\nName=gpu File=/dev/nvidia9", "n1\rx", "n1 n2", "", "n#1", "n1=x", 'n"1'])
@@ -302,6 +315,27 @@ def test_real_gres_conf_round_trips_when_its_gpus_are_asked_for(tmp_path, capsys
                                      for f, t in devices]
     typed = all(t for devices in described.values() for _f, t in devices)
     unchanged(slurm_gres, capsys, path, nodes=nodes, typed=typed)
+
+
+@pytest.mark.parametrize("name", [n for n in REAL_SLURM if "gcp" not in n])
+def test_real_slurm_conf_node_gres_edit_changes_only_that_node(tmp_path, capsys, name):
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import (
+        defined_names,
+        record_attributes,
+    )
+    path = copy(tmp_path, name, "slurm.conf")
+    before = path.read_text()
+    node = sorted(defined_names(before, "NodeName"))[-1]
+    current = record_attributes(before, "NodeName", node).get("Gres")
+    unchanged(slurm_conf, capsys, path, nodes={node: {"Gres": current or "gpu:0"}})
+    res = run_twice(slurm_conf, capsys, path, nodes={node: {"Gres": "gpu:tesla_t4:3"}})
+    assert res["changed_nodes"] == [node]
+    after = path.read_text()
+    assert record_attributes(after, "NodeName", node)["Gres"].endswith("gpu:tesla_t4:3")
+    gone = [line for line in before.splitlines(True) if line not in after.splitlines(True)]
+    assert len(gone) == 1 and gone[0].lstrip().lower().startswith("nodename="), gone
+    for other in defined_names(before, "NodeName") - {node}:
+        assert record_attributes(after, "NodeName", other) == record_attributes(before, "NodeName", other)
 
 
 @pytest.mark.parametrize("name", REAL_SLURM)
