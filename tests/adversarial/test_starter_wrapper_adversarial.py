@@ -266,3 +266,21 @@ def test_a_deeply_nested_catalogue_fails_the_job_with_a_clear_error(wrapper, tmp
     assert "RecursionError" not in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("image-variant: %s: " % catalogue) and "nested" in proc.stderr
     assert not (tmp_path / "record.json").exists()
+
+
+@pytest.mark.parametrize("role_says, conf_line, expected", [
+    # The site's lsf.conf enforces GPUs although the role's settings do not say so: LSF renumbered.
+    (False, 'LSB_RESOURCE_ENFORCE="cpu memory gpu"', "3"),
+    # The role's settings say gpu, the site's lsf.conf (last line wins) does not: _ORIG is the submitter's.
+    (True, 'LSB_RESOURCE_ENFORCE="cpu memory gpu"\nLSB_RESOURCE_ENFORCE="cpu memory"  # no gpu', "0"),
+    (True, "# LSB_RESOURCE_ENFORCE=gpu\nLSF_PROCESS_TRACKING=Y", "0"),
+])
+def test_lsf_conf_at_job_start_decides_whether_orig_is_lsfs(wrapper, tmp_path, role_says, conf_line, expected):
+    envdir = tmp_path / "envdir"
+    envdir.mkdir()
+    (envdir / "lsf.conf").write_text("LSF_CONFDIR=/usr/share/lsf/conf\n%s\n" % conf_line)
+    _path, run = wrapper(__lsf_docker_gpu_enforced=role_says,
+                         __lsf_docker_layout={"serverdir": str(tmp_path / "serverdir"), "envdir": str(envdir)})
+    seen = run({"LSB_EFFECTIVE_RSRCREQ": GPU_JOB % 1, "CUDA_VISIBLE_DEVICES": "0",
+                "CUDA_VISIBLE_DEVICES_ORIG": "3"})["env"]
+    assert seen["NVIDIA_VISIBLE_DEVICES"] == expected and seen["CUDA_VISIBLE_DEVICES"] == "0"

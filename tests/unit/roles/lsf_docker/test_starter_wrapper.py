@@ -41,7 +41,7 @@ def render(serverdir, **overrides):
         "lsf_docker_starter_umask": "0022",
         "lsf_docker_gpu_isolation": True,
         "lsf_docker_gpu_driver_capabilities": "compute,utility",
-        "__lsf_docker_layout": {"serverdir": str(serverdir)},
+        "__lsf_docker_layout": {"serverdir": str(serverdir), "envdir": str(serverdir) + "/no-envdir"},
         "lsf_docker_image_resolver": str(RESOLVER),
         "lsf_docker_catalogue_file": "/etc/hpc-gpu-containers/images.json",
         "lsf_docker_platform_file": "/etc/hpc-gpu-containers/platform.json",
