@@ -18,6 +18,12 @@ Pure Python, text in and text out.  The rules:
   (existing items first, then new ones not yet present) unless
   ``list_merge='replace'``, every other value replaces.  Keys nobody asked about
   are kept as they are, in their order.
+* ``defaults`` fill only what the file does not have: an object merges key by
+  key, a key the file (or ``settings``) has keeps that value, a null deletes
+  nothing.  ``log-opts`` in ``defaults`` belong to the ``log-driver`` of
+  ``defaults``: they are left out when the file or ``settings`` name another
+  driver (dockerd refuses options of one driver for another).  Defaults are
+  applied first, ``settings`` over them.
 * ``remove`` mirrors the file's structure down to lists and names items to take
   out of them (compared as JSON values).  A list that loses its last item this
   way is dropped with its key; keys that are absent or hold no list are left alone.
@@ -44,8 +50,8 @@ import re
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
 
-__all__ = ["LIST_MERGE_MODES", "MAX_DEPTH", "MAX_SIZE", "check_settings", "compute", "json_equal", "merge", "parse",
-           "remove_items", "render"]
+__all__ = ["LIST_MERGE_MODES", "MAX_DEPTH", "MAX_SIZE", "check_defaults", "check_settings", "compute", "fill", "json_equal", "merge",
+           "parse", "remove_items", "removed_keys", "render"]
 
 LIST_MERGE_MODES = ("append", "replace")
 MAX_DEPTH = 64
@@ -276,6 +282,16 @@ def check_settings(settings, remove=None):
     return settings, remove
 
 
+def check_defaults(defaults):
+    """``defaults`` checked like ``settings`` (errors name ``defaults.<key>``), as plain JSON values."""
+    if defaults is None:
+        return {}
+    if not isinstance(defaults, dict):
+        raise FileEditError("defaults: must be an object")
+    _check_value(defaults, "defaults", 1)
+    return json.loads(json.dumps(defaults))
+
+
 # --- merging -----------------------------------------------------------------------
 
 def json_equal(a, b):
@@ -343,6 +359,55 @@ def merge(current, settings, list_merge="append", _prefix=""):
             merged[key] = new
             changed.append(dotted)
     return merged, changed
+
+
+def fill(current, defaults, _prefix=""):
+    """Add the keys of ``defaults`` that ``current`` lacks, at every depth; keep every value ``current`` has.
+
+    Returns ``(result, changed_keys)``; ``current`` is not modified.  A null in ``defaults`` adds nothing.
+    """
+    result = dict(current)
+    changed = []
+    for key, wanted in defaults.items():
+        if wanted is None:
+            continue
+        dotted = _join(_prefix, key)
+        if key not in result:
+            if isinstance(wanted, dict):
+                wanted, _unused = fill({}, wanted, dotted)
+                if not wanted:
+                    continue
+            result[key] = wanted
+            changed.append(dotted)
+        elif isinstance(wanted, dict) and isinstance(result[key], dict):
+            sub, sub_changed = fill(result[key], wanted, dotted)
+            if sub_changed:
+                result[key] = sub
+                changed.extend(sub_changed)
+    return result, changed
+
+
+def _defaults_for(defaults, current, settings):
+    """``defaults`` without ``log-opts`` when the file or the settings name a log driver other than theirs."""
+    driver = defaults.get("log-driver")
+    if "log-opts" not in defaults or not isinstance(driver, str):
+        return defaults
+    final = settings.get("log-driver") if settings.get("log-driver") is not None else current.get("log-driver", driver)
+    if final == driver:
+        return defaults
+    return {key: value for key, value in defaults.items() if key != "log-opts"}
+
+
+def removed_keys(before, after, _prefix=""):
+    """Dotted paths of the keys ``before`` has and ``after`` has not (the outermost one of a removed object)."""
+    out = []
+    for key, value in before.items():
+        dotted = _join(_prefix, key)
+        if key not in after:
+            out.append(dotted)
+        elif isinstance(value, dict) and isinstance(after[key], dict):
+            out.extend(removed_keys(value, after[key], dotted))
+    return out
 
 
 def remove_items(current, spec, _prefix=""):
@@ -570,17 +635,21 @@ def _render_like(text, merged, current):
     return text[:root.start] + _render(merged, current, root, text, style, 0, False) + text[root.end:]
 
 
-def compute(text, settings, list_merge="append", path="daemon.json", remove=None):
-    """Merge ``settings`` into the daemon.json ``text`` and take out the ``remove`` items.
+def compute(text, settings, list_merge="append", path="daemon.json", remove=None, defaults=None):
+    """Fill in the ``defaults`` the daemon.json ``text`` lacks, merge ``settings`` over them and take out the
+    ``remove`` items.
 
     Returns ``(new_text, merged, changed_keys, warnings)``.  ``new_text`` is
     ``text`` itself (``None`` for an absent file) when the result equals the
     current document as JSON.
     """
     settings, remove = check_settings(settings, remove)
+    defaults = check_defaults(defaults)
     warnings = []
     current = parse(text, path, warnings)
-    merged, changed_keys = merge(current, settings, list_merge)
+    filled, changed_keys = fill(current, _defaults_for(defaults, current, settings))
+    merged, merged_keys = merge(filled, settings, list_merge)
+    changed_keys.extend(key for key in merged_keys if key not in changed_keys)
     merged, removed_keys = remove_items(merged, remove)
     changed_keys.extend(key for key in removed_keys if key not in changed_keys)
     if json_equal(current, merged):

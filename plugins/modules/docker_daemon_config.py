@@ -14,6 +14,7 @@ description:
   - Deep-merges O(settings) into Docker's C(daemon.json), keeping every key it was not asked about.
   - Objects merge key by key; a V(null) value deletes the key at that depth; lists such as
     C(insecure-registries) are unioned in order unless O(list_merge=replace); other values replace.
+  - O(defaults) only fill in what the file does not have; a value the file has is kept.
   - O(remove) takes items out of lists, leaving the items other tools put there.
   - The file is rewritten only when the merged result differs from the current file as JSON.
     A file that is equal as JSON but formatted differently (for example the sorted, unterminated
@@ -45,8 +46,19 @@ options:
     description:
       - Keys to merge into the file. Nested objects are merged recursively.
       - A V(null) value removes that key (at any depth) when present.
-      - At least one of O(settings) and O(remove) is required.
+      - Applied over O(defaults).
+      - At least one of O(settings), O(defaults) and O(remove) is required.
     type: dict
+  defaults:
+    description:
+      - Keys written only where the file does not have them, at any depth (an object is filled key by key). A
+        value the file has is kept, whatever it is, so a site's own C(log-opts.max-size) stays; put a key in
+        O(settings) to replace the file's value.
+      - C(log-opts) here belong to the C(log-driver) given here, and are left out when the file or O(settings)
+        name another driver (Docker refuses the options of one log driver for another).
+      - A V(null) value deletes nothing.
+    type: dict
+    version_added: 0.2.0
   remove:
     description:
       - Items to take out of lists in the file. The keys lead to the list the way they do in the file
@@ -100,6 +112,9 @@ attributes:
 notes:
   - Docker reads C(daemon.json) only at start; C(insecure-registries) and a few other keys also on
     C(SIGHUP). Notify a handler that restarts Docker when RV(restart_required) is true.
+  - A reload (C(SIGHUP)) keeps the value of most keys that are no longer in the file (C(insecure-registries),
+    C(registry-mirrors), C(labels), C(debug), C(live-restore), C(runtimes), C(default-runtime) ...);
+    RV(removed_keys) names them, so that the caller restarts Docker instead.
   - C(nvidia-ctk runtime configure) writes C(args), which Docker ignores; use C(runtimeArgs).
 seealso:
   - name: dockerd configuration file reference
@@ -123,6 +138,16 @@ EXAMPLES = r"""
         max-size: 100m
         max-file: "3"
   notify: Restart docker
+
+- name: The site's own log size stays; what the file lacks is filled in; data-root is what the inventory asks for
+  hpc.gpu_containers.docker_daemon_config:
+    defaults:
+      log-driver: json-file
+      log-opts:
+        max-size: 100m
+        max-file: "5"
+    settings:
+      data-root: /scratch/docker
 
 - name: Drop a key that an old installer left behind
   hpc.gpu_containers.docker_daemon_config:
@@ -156,6 +181,17 @@ changed_keys:
   type: list
   elements: str
   sample: [runtimes.nvidia, default-runtime, insecure-registries]
+removed_keys:
+  description:
+    - Dotted paths of the keys the file had and no longer has (or would no longer have in check mode), the
+      outermost of a removed object; part of RV(changed_keys).
+    - A reload of dockerd (SIGHUP) keeps the value of most keys that are missing from the file, so the caller
+      restarts it when one of those went; the docker_engine role's C(restart) entry point decides from them.
+  returned: always
+  type: list
+  elements: str
+  sample: [insecure-registries]
+  version_added: 0.2.0
 restart_required:
   description: True when the file changed (or would change in check mode) and Docker must be restarted to apply it.
   returned: always
@@ -256,6 +292,7 @@ def main():
         argument_spec=dict(
             path=dict(type="path", default="/etc/docker/daemon.json"),
             settings=dict(type="dict"),
+            defaults=dict(type="dict"),
             remove=dict(type="dict"),
             list_merge=dict(type="str", choices=list(_daemon_json.LIST_MERGE_MODES), default="append"),
             validate=dict(type="str", choices=["auto", "always", "never"], default="auto"),
@@ -264,19 +301,22 @@ def main():
             **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
-        required_one_of=[["settings", "remove"]],
+        required_one_of=[["settings", "defaults", "remove"]],
     )
     path = module.params["path"]
     list_merge = module.params["list_merge"]
     try:
         settings, remove = _daemon_json.check_settings(module.params["settings"] or {}, module.params["remove"])
+        defaults = _daemon_json.check_defaults(module.params["defaults"])
     except FileEditError as err:
         module.fail_json(msg=str(err), path=path)
-    outcome = {}
+    outcome = {"removed_keys": []}
 
     def compute(text):
-        new_text, merged, changed_keys, warnings = _daemon_json.compute(text, settings, list_merge, path, remove)
-        outcome.update(config=merged, changed_keys=changed_keys)
+        new_text, merged, changed_keys, warnings = _daemon_json.compute(text, settings, list_merge, path, remove,
+                                                                        defaults)
+        removed = _daemon_json.removed_keys(_daemon_json.parse(text, path), merged) if changed_keys else []
+        outcome.update(config=merged, changed_keys=changed_keys, removed_keys=removed)
         return new_text, warnings
 
     result = {"path": path}

@@ -245,7 +245,7 @@ def test_remove_takes_the_registry_out_and_keeps_other_entries(tmp_path, capsys)
 def test_settings_or_remove_is_required_and_bad_values_fail_cleanly(tmp_path, capsys):
     path = tmp_path / "daemon.json"
     res = run(capsys, path=str(path))
-    assert res["failed"] is True and "settings, remove" in res["msg"]
+    assert res["failed"] is True and "settings, defaults, remove" in res["msg"]
     res = run(capsys, path=str(path), settings={"insecure-registries": ["a:1"]}, remove={"insecure-registries": ["a:1"]})
     assert res["failed"] is True
     assert res["msg"] == "remove.insecure-registries: a:1 is also in settings.insecure-registries"
@@ -296,8 +296,9 @@ def _client_daemon_json_calls(**variables):
 
 def _apply_client_role(capsys, path, insecure):
     results = []
-    for args in _client_daemon_json_calls(container_registry_insecure=insecure, container_registry_address="head01:5000"):
-        results.append(run(capsys, path=str(path), **args))
+    for args in _client_daemon_json_calls(container_registry_insecure=insecure, container_registry_address="head01:5000",
+                                          docker_engine_daemon_json_path=str(path)):
+        results.append(run(capsys, **args))
     return results
 
 

@@ -1,0 +1,64 @@
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run tasks of the collection's roles, as they are written there, with ansible-playbook on localhost."""
+
+import copy
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[4]
+ROLES = ROOT / "roles"
+
+
+def role_task(role, tasks_file, name):
+    """The task called ``name`` in ``roles/<role>/tasks/<tasks_file>`` (blocks searched), as a fresh copy."""
+    def walk(tasks):
+        for task in tasks or []:
+            if task.get("name") == name:
+                return task
+            for key in ("block", "rescue", "always"):
+                found = walk(task.get(key))
+                if found:
+                    return found
+        return None
+    task = walk(yaml.safe_load((ROLES / role / "tasks" / tasks_file).read_text()))
+    assert task is not None, "%s/%s has no task %r" % (role, tasks_file, name)
+    return copy.deepcopy(task)
+
+
+def role_defaults(role):
+    return yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
+
+
+def run_playbook(workdir, plays, *args):
+    """Run ``plays`` (a list of dicts) on localhost; return the finished process."""
+    workdir = Path(workdir)
+    playbook = workdir / ("play-%d.yml" % len(list(workdir.glob("play-*.yml"))))
+    playbook.write_text(yaml.safe_dump(plays, sort_keys=False, allow_unicode=True))
+    env = dict(os.environ)
+    env.update({"ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
+                "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_ROLES_PATH": str(ROLES)})
+    for key in ("HPC_DRIFT_REPORT_JSON", "ANSIBLE_CALLBACKS_ENABLED"):
+        env.pop(key, None)
+    cmd = [sys.executable, "-m", "ansible.cli.playbook", "-i", "localhost,", "-c", "local",
+           "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook), *args]
+    return subprocess.run(cmd, env=env, cwd=str(workdir), capture_output=True, text=True, timeout=300, check=False)
+
+
+def ok(proc):
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return proc
+
+
+def debug_values(proc):
+    """The ``msg`` of every debug task whose name starts with ``value:``, in order, as ``{name: msg}``."""
+    out = {}
+    for name, body in re.findall(r"TASK \[value: ([^\]]+)\] \*+\n(.*?)(?=\nTASK |\nPLAY RECAP)", proc.stdout, re.S):
+        match = re.search(r'"msg": (.*)\n}', body, re.S)
+        out[name] = yaml.safe_load(match.group(1)) if match else None
+    return out
