@@ -75,6 +75,8 @@ _INCLUDE_RE = re.compile(r"[ \t]*include[ \t]+\S", re.IGNORECASE)
 _BRACKET_RE = re.compile(r"\[([^\[\]]*)\]")
 _SUFFIX_RE = re.compile(r"\A(.*?)(\d+)\Z")
 _SAFE_VALUE_RE = re.compile(r'\A[^\s"#\\]+\Z')
+# More names than any cluster has: a longer host list (``n[0-99999999]``) is refused, not expanded.
+MAX_HOSTLIST = 1 << 20
 
 
 class SlurmSyntaxError(ValueError):
@@ -289,6 +291,8 @@ def _expand_ranges(body, expr):
             if not (low.isdigit() and high.isdigit()) or int(low) > int(high):
                 raise ValueError("bad range %s in host list %s" % (excerpt(item), excerpt(expr)))
             width = len(low) if low.startswith("0") and len(low) > 1 else 0
+            if int(high) - int(low) + len(out) >= MAX_HOSTLIST:
+                raise ValueError("host list %s names more than %d hosts" % (excerpt(expr), MAX_HOSTLIST))
             out.extend(str(x).zfill(width) for x in range(int(low), int(high) + 1))
         elif item.isdigit():
             out.append(item)
@@ -306,6 +310,8 @@ def expand_hostlist(expr):
         for match in _BRACKET_RE.finditer(part):
             literal = part[pos:match.start()]
             numbers = _expand_ranges(match.group(1), expr)
+            if len(prefixes) * len(numbers) + len(names) > MAX_HOSTLIST:
+                raise ValueError("host list %s names more than %d hosts" % (excerpt(expr), MAX_HOSTLIST))
             prefixes = [p + literal + num for p in prefixes for num in numbers]
             pos = match.end()
         rest = part[pos:]

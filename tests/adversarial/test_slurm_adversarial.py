@@ -279,6 +279,16 @@ def test_include_of_a_fifo_or_a_directory_fails_without_blocking(tmp_path, capsy
         main.write_text(main.read_text().replace("include %s\n" % target, ""))
 
 
+@pytest.mark.parametrize("text", ["NodeName=n[0-99999999] Name=gpu File=/dev/nvidia0\n",
+                                  "NodeName=n1 Name=gpu File=/dev/nvidia[0-9999][0-9999][0-99]\n"])
+def test_host_lists_too_long_to_expand_fail_with_the_line(tmp_path, capsys, text):
+    path = tmp_path / "gres.conf"
+    path.write_text("# site\n" + text)
+    res = run_module(slurm_gres, capsys, path=str(path), nodes={"n1": gpus([0])})
+    assert res["failed"] is True and res["msg"].startswith("%s:2: " % path) and "more than" in res["msg"], res["msg"]
+    assert path.read_text() == "# site\n" + text
+
+
 # --- item 15: node names with a newline -----------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["n1\nName=gpu File=/dev/nvidia9", "n1\rx", "n1 n2", "", "n#1", "n1=x", 'n"1'])
