@@ -135,3 +135,24 @@ def test_the_registry_switched_to_tls_restarts_dockerd(tmp_path):
                                        "tasks": [add, remove, include]}]))
     assert json.loads(path.read_text()) == {"live-restore": True}
     assert debug_values(proc)["kind"] == "restart"
+
+
+# -- real published files ----------------------------------------------------------------------------------
+
+PUBLISHED = ROLES.parent / "tests" / "fixtures" / "daemon_json" / "published"
+
+
+@pytest.mark.parametrize("name, added", [
+    ("ebl-infrastructure.json", {"live-restore": True}),
+    ("dogvscat.json", {"log-driver": "json-file", "log-opts": {"max-size": "100m", "max-file": "5"},
+                       "live-restore": True}),
+])
+def test_published_site_files_keep_their_values_and_lines(tmp_path, name, added):
+    original = (PUBLISHED / name).read_text()
+    path = tmp_path / "daemon.json"
+    path.write_text(original)
+    ok(run_playbook(tmp_path, merge_play(path)))
+    text = path.read_text()
+    assert json.loads(text) == dict(json.loads(original), **added)
+    kept = [line for line in original.splitlines() if line.strip() not in ("{", "}")]
+    assert all(line in text.splitlines() or line + "," in text.splitlines() for line in kept), text
