@@ -10,7 +10,9 @@ through the modules' main() and the one file-edit transaction:
 * the GPUs a file already describes, in any spelling (device ranges, Count=, node ranges, several nodes on
   one line), are no change: changed=false and the file byte-identical;
 * a per-node gres.conf (no NodeName) and a slurm.conf whose nodes live in an Included file are edited;
-* node names that would inject a line are refused, naming the option, and the file keeps its bytes.
+* node names that would inject a line are refused, naming the option, and the file keeps its bytes;
+* include lines naming a FIFO, a directory or the file itself, and host lists too long to expand, fail at once
+  with the file (and line) named, every file as it was.
 """
 
 import os
