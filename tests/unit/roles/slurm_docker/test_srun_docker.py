@@ -557,6 +557,30 @@ def test_image_pulled_once_with_the_site_login(bed, tmp_path):
     assert ["--config", str(login), "pull", "--quiet", "reg:5000/hpc/mpi:1"] in [c["argv"] for c in calls]
 
 
+def test_image_pulled_from_the_pull_only_instance_and_named_as_the_job_named_it(bed, tmp_path):
+    """Item 9: with the registry's pull-only instance, the login's account can pull and nothing else; the image keeps
+    the name the job gave (the containers run it by that name)."""
+    run, _home = bed
+    login = tmp_path / "etc" / "docker"
+    login.mkdir()
+    (login / "config.json").write_text("{}")
+    settings = json.loads((tmp_path / "etc" / "srun-docker.json").read_text())
+    settings.update(docker_config=str(login), pull_registry="reg:5001")
+    (tmp_path / "etc" / "srun-docker.json").write_text(json.dumps(settings))
+    proc, calls = run(["hpc/mpi:1", "true"], {"SLURM_STEP_ID": "0", "FAKE_IMAGE_MISSING": "1"})
+    assert proc.returncode == 0, proc.stderr
+    argvs = [c["argv"] for c in calls]
+    pulled = argvs.index(["--config", str(login), "pull", "--quiet", "reg:5001/hpc/mpi:1"])
+    assert argvs[pulled + 1] == ["tag", "reg:5001/hpc/mpi:1", "reg:5000/hpc/mpi:1"]
+    assert argvs[pulled + 2] == ["image", "rm", "reg:5001/hpc/mpi:1"]
+    assert docker_calls(calls, "run")[0][-2] == "reg:5000/hpc/mpi:1"
+    assert not [a for a in argvs if "pull" in a and "reg:5000/hpc/mpi:1" in a]
+    # an image of another registry is pulled from there
+    proc, calls = run(["other:5000/x:1", "true"], {"SLURM_STEP_ID": "0", "FAKE_IMAGE_MISSING": "1"})
+    assert ["--config", str(login), "pull", "--quiet", "other:5000/x:1"] in [c["argv"] for c in calls]
+    assert not docker_calls(calls, "tag")
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
