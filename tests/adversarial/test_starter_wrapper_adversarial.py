@@ -114,7 +114,7 @@ def test_the_jobs_path_never_chooses_the_drivers_docker(wrapper, tmp_path, docke
     seen = run({"PATH": "%s:%s" % (evil, os.environ.get("PATH", "/usr/bin:/bin")), "LSB_JOBID": "7"})
     assert seen["docker"] == "site-docker"
     assert not canary.exists(), canary.read_text()
-    assert seen["env"]["PATH"] == "%s:/usr/sbin:/usr/bin:/sbin:/bin" % client.parent
+    assert seen["env"]["PATH"] == "%s:/usr/sbin:/usr/bin:/sbin:/bin:%s" % (client.parent, tmp_path / "serverdir")
     assert str(evil) not in seen["env"]["PATH"]
 
 
@@ -124,7 +124,7 @@ def test_any_job_path_gives_the_same_driver_path(wrapper, tmp_path, docker_dirs,
     (tmp_path / "serverdir" / "docker-starter.py").write_text(DOCKER_RUNNING_DRIVER)
     _path, run = wrapper(lsf_docker_client=str(client), lsf_docker_starter_search_path="/usr/bin:/bin")
     seen = run({"PATH": job_path.format(evil=evil)})
-    assert seen["env"]["PATH"] == "%s:/usr/bin:/bin" % client.parent
+    assert seen["env"]["PATH"] == "%s:/usr/bin:/bin:%s" % (client.parent, tmp_path / "serverdir")
     assert seen["docker"] == "site-docker" and not canary.exists()
 
 
@@ -284,3 +284,21 @@ def test_lsf_conf_at_job_start_decides_whether_orig_is_lsfs(wrapper, tmp_path, r
     seen = run({"LSB_EFFECTIVE_RSRCREQ": GPU_JOB % 1, "CUDA_VISIBLE_DEVICES": "0",
                 "CUDA_VISIBLE_DEVICES_ORIG": "3"})["env"]
     assert seen["NVIDIA_VISIBLE_DEVICES"] == expected and seen["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def test_lsfs_own_directories_are_the_sites_for_the_driver(wrapper, tmp_path, docker_dirs):
+    """The driver finds LSF's commands and lsf.conf where the site has them, never where the job points."""
+    client, evil, canary = docker_dirs
+    (tmp_path / "serverdir" / "docker-starter.py").write_text(DOCKER_RUNNING_DRIVER)
+    layout = {"serverdir": str(tmp_path / "serverdir"), "envdir": "/usr/share/lsf/conf",
+              "bindir": "/usr/share/lsf/10.1/linux/bin"}
+    _path, run = wrapper(lsf_docker_client=str(client), lsf_docker_starter_search_path="/usr/bin:/bin",
+                         __lsf_docker_layout=layout)
+    seen = run({"PATH": "%s:/usr/bin" % evil, "LSF_ENVDIR": str(evil), "LSF_BINDIR": str(evil),
+                "LSF_SERVERDIR": str(evil), "LSF_LIBDIR": str(evil)})["env"]
+    assert seen["PATH"] == "%s:/usr/bin:/bin:/usr/share/lsf/10.1/linux/bin:%s" % (client.parent, tmp_path / "serverdir")
+    assert seen["LSF_ENVDIR"] == "/usr/share/lsf/conf"
+    assert seen["LSF_BINDIR"] == "/usr/share/lsf/10.1/linux/bin"
+    assert seen["LSF_SERVERDIR"] == str(tmp_path / "serverdir")
+    assert "LSF_LIBDIR" not in seen or seen["LSF_LIBDIR"] != str(evil)
+    assert not canary.exists()

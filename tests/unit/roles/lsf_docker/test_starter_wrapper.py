@@ -11,6 +11,7 @@ flags it was started with.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -166,7 +167,9 @@ def test_the_driver_path_is_fixed_when_written(wrapper, tmp_path):
     path, _run = wrapper()
     text = path.read_text()
     code = text.split('"""', 2)[2]          # the script after its docstring
-    assert "LSF_SERVERDIR" not in code
+    # LSF_SERVERDIR is only ever set (to the site's directory), never read from the job's environment.
+    assert not re.search(r"environ(?:\.get\(|\[)[\"']LSF_SERVERDIR", code)
+    assert '"LSF_SERVERDIR": "%s"' % (tmp_path / "serverdir") in code
     assert 'DRIVER = "%s/docker-starter.py"' % (tmp_path / "serverdir") in text
     assert text.startswith("#!%s -I\n" % sys.executable)
 
