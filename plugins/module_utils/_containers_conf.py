@@ -708,6 +708,14 @@ def set_registries(text, entries, syntax="keep", drop_in=False):
         doc = check_toml(text)
         found = "v2"
     if found != "v1":
+        # containers/image picks a [[registry]] by its prefix (the location where none is given): a second
+        # entry for a prefix an entry already has would be ambiguous.
+        for entry in entries:
+            for reg in doc.get("registry", []) if isinstance(doc.get("registry"), list) else []:
+                prefix = _norm(reg.get("prefix") or reg.get("location"))
+                if prefix == _norm(entry["location"]) and _norm(reg.get("location")) != prefix:
+                    raise ContainersConfError("the [[registry]] entry for prefix %s points to location %s; edit that "
+                                              "entry by hand rather than add a second one" % (prefix, reg.get("location")))
         out, more = set_array_entries(text, "registry", "location", entries)
         return out, changed + more, "v2"
     lists = {t: _v1_list(doc, t) for t in ("insecure", "block")}
