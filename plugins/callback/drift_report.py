@@ -24,8 +24,11 @@ description:
     SHA and yescrypt crypt, C({SHA})) and Docker C(auth)/C(identitytoken) values; each becomes a
     placeholder with a short SHA-256 fingerprint, so that a changed secret still shows as a change.
   - The files are written with mode C(0640) (never world-readable, whatever the umask) through a
-    temporary file and a rename; a report directory that the callback creates gets mode C(0750).
-    An existing directory keeps its mode (a warning says when others may write to it).
+    temporary file and a rename; a report directory that the callback creates, and each missing directory
+    above it, gets mode C(0750), whatever the umask.
+    An existing directory keeps its mode and owner. A warning says when others may write to it, and when it
+    belongs to another user than the one running the play (or root), who could replace the report with one
+    that says there is no drift.
 requirements:
   - Enable it with C(ANSIBLE_CALLBACKS_ENABLED=hpc.gpu_containers.drift_report) or
     C(callbacks_enabled) in C(ansible.cfg).
@@ -58,6 +61,7 @@ import difflib
 import hashlib
 import json
 import os
+import pwd
 import re
 import stat
 import tempfile
@@ -268,23 +272,45 @@ class CallbackModule(CallbackBase):
     def _host_entry(self, host):
         return self._hosts.setdefault(host, {"changed": [], "failed": []})
 
+    @staticmethod
+    def _make_directory(directory):
+        """``directory`` and each missing one above it, mode 0750 whatever the umask; existing ones are left."""
+        missing = []
+        while not os.path.isdir(directory):
+            missing.append(directory)
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+        for path in reversed(missing):
+            try:
+                os.mkdir(path, REPORT_DIR_MODE)
+            except FileExistsError:
+                continue  # created meanwhile: leave its mode alone, as for any existing directory
+            os.chmod(path, REPORT_DIR_MODE)  # whatever the umask
+
+    def _check_directory(self, directory):
+        st = os.stat(directory)
+        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+            self._display.warning(
+                "drift_report: %s is writable by every user; another user can replace the report" % directory)
+        if st.st_uid not in (os.geteuid(), 0):
+            try:
+                owner = pwd.getpwuid(st.st_uid).pw_name
+            except KeyError:
+                owner = "uid %d" % st.st_uid
+            self._display.warning(
+                "drift_report: %s belongs to %s, not to the user running this play: %s can replace the report, "
+                "for example with one that says no drift was found; use a directory of your own" % (
+                    directory, owner, owner))
+
     def _paths(self):
         if self._json_path is None:
             directory = os.path.abspath(os.path.expanduser(self.get_option("report_dir")))
             if os.path.isdir(directory):
-                if os.stat(directory).st_mode & stat.S_IWOTH and not os.stat(directory).st_mode & stat.S_ISVTX:
-                    self._display.warning(
-                        "drift_report: %s is writable by every user; another user can replace the report" % directory)
+                self._check_directory(directory)
             else:
-                parent = os.path.dirname(directory)
-                if parent:
-                    os.makedirs(parent, exist_ok=True)
-                try:
-                    os.mkdir(directory, REPORT_DIR_MODE)
-                except FileExistsError:
-                    pass  # created meanwhile: leave its mode alone, as for any existing directory
-                else:
-                    os.chmod(directory, REPORT_DIR_MODE)  # whatever the umask
+                self._make_directory(directory)
             self._json_path = os.path.join(directory, "drift.json")
             self._md_path = os.path.join(directory, "drift.md")
             os.environ[REPORT_ENV] = self._json_path

@@ -21,6 +21,12 @@ waited on the old inode re-checks that the path still names the inode it locked
 and starts over if not, so two concurrent writers serialise and neither update is
 lost.  A file that does not exist yet is locked through its parent directory.
 
+An existing file keeps its mode, owner and group.  Run as root, the new file is
+given both; run as another user, it can keep only an owner that is that user
+and a group that user belongs to: the transaction keeps what it can and warns,
+naming the old and the new owner, when the owner or the group changes (in check
+mode: would change).
+
 Every operating-system error (EACCES, EROFS, ENOSPC, ...) becomes a
 :class:`FileEditError` that names the path and the step; the target is unchanged
 then.  Backups are written like the target (temp file, then rename), so a full
@@ -34,7 +40,9 @@ from __future__ import annotations
 import difflib
 import errno
 import fcntl
+import grp
 import os
+import pwd
 import re
 import stat
 import tempfile
@@ -248,9 +256,60 @@ def _remove_stale_temps(real, shown):
     return removed
 
 
+def _user_name(uid):
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _group_name(gid):
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
+
+
+def _owner_text(owner):
+    return "%s:%s" % (_user_name(owner[0]), _group_name(owner[1]))
+
+
+def _give_owner(fd, owner):
+    """Give the open temp file ``owner`` (uid, gid), or as much of it as this user may (its own uid, a group
+    it belongs to); return the owner the file has then.  Root gets any owner."""
+    try:
+        os.fchown(fd, owner[0], owner[1])
+    except PermissionError:
+        try:
+            os.fchown(fd, -1, owner[1])  # a plain user keeps a group it belongs to
+        except PermissionError:
+            pass
+    st = os.fstat(fd)
+    return st.st_uid, st.st_gid
+
+
+def _predicted_owner(owner):
+    """The owner :func:`_give_owner` would end with, without a file (check mode)."""
+    euid = os.geteuid()
+    if euid == 0:
+        return owner
+    groups = set(os.getgroups()) | {os.getegid()}
+    return (owner[0] if owner[0] == euid else euid, owner[1] if owner[1] in groups else os.getegid())
+
+
+def _owner_warning(shown, before, after, check_mode=False):
+    if before == after:
+        return None
+    return ("%s: owner %s %s %s: the user running this (%s) cannot give a file to another user or to a group "
+            "it is not in; run as root (become) to keep the owner" % (
+                shown, _owner_text(before), "would become" if check_mode else "became", _owner_text(after),
+                _user_name(os.geteuid())))
+
+
 def _write_temp_then_rename(data, dest, target, mode, owner, shown, what, validate=None, times=None):
     """Write ``data`` to a temp file next to ``dest``, fsync it, give it ``mode``
-    and ``owner``, then rename it onto ``dest``.  The temp file is removed on any failure.
+    and ``owner`` (as much of it as this user may), then rename it onto ``dest``.
+    The temp file is removed on any failure.  Returns the owner the file has.
 
     The temp file is named after the edited ``target`` (also for a backup), so the
     stale-temp cleanup of the next run finds it after a kill."""
@@ -267,12 +326,11 @@ def _write_temp_then_rename(data, dest, target, mode, owner, shown, what, valida
                 written = os.write(fd, view)
                 view = view[written:]
             os.fsync(fd)
+            step = "set owner and mode of %s" % what
+            # Owner first: chown clears the setuid and setgid bits, chmod sets them again.
+            kept = _give_owner(fd, owner) if owner is not None else None
         finally:
             os.close(fd)
-        step = "set owner and mode of %s" % what
-        # Owner first: chown clears the setuid and setgid bits, chmod sets them again.
-        if owner is not None:
-            os.chown(tmp_path, owner[0], owner[1])
         os.chmod(tmp_path, mode)
         if times is not None:
             os.utime(tmp_path, ns=times)
@@ -281,6 +339,7 @@ def _write_temp_then_rename(data, dest, target, mode, owner, shown, what, valida
         _before_rename(tmp_path, dest)
         step = "replace the file" if what != "backup" else "write backup"
         os.rename(tmp_path, dest)
+        return kept
     except BaseException as exc:
         try:
             os.unlink(tmp_path)
@@ -370,6 +429,13 @@ def edit_file(path, compute, check_mode=False, backup=False, create=False,
         warnings.extend(more)
         changed = after != before
         result = EditResult(path, before, after, created=changed and not exists, changed=changed, warnings=warnings)
+        if exists and changed:
+            st = os.fstat(fd)
+            owner = (st.st_uid, st.st_gid)
+            if check_mode:
+                warning = _owner_warning(path, owner, _predicted_owner(owner), check_mode=True)
+                if warning:
+                    result.warnings.append(warning)
         if not changed or check_mode:
             return result
         try:
@@ -381,12 +447,15 @@ def edit_file(path, compute, check_mode=False, backup=False, create=False,
             result.backup_file = _backup(real, path, data, st)
         if st is not None:
             mode = stat.S_IMODE(st.st_mode)
-            owner = (st.st_uid, st.st_gid) if os.geteuid() == 0 else None
+            owner = (st.st_uid, st.st_gid)
         else:
             mode, owner = new_mode, None
-        _write_temp_then_rename(encoded, real, real, mode, owner, path,
-                                "temporary file in %s" % os.path.dirname(real), validate=validate)
+        kept = _write_temp_then_rename(encoded, real, real, mode, owner, path,
+                                       "temporary file in %s" % os.path.dirname(real), validate=validate)
         _fsync_dir(os.path.dirname(real))
+        warning = _owner_warning(path, owner, kept) if owner is not None else None
+        if warning:
+            result.warnings.append(warning)
         return result
     finally:
         os.close(fd)
