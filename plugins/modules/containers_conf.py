@@ -58,7 +58,7 @@ options:
   replace_site_values:
     description:
       - For keys of O(defaults), the site values that are never kept, as a mapping of table to key to a list of
-        values, for example V({storage: {driver: [vfs, ""]}}).
+        values; for example the C(storage) table's C(driver) with the list V(vfs) and the empty string.
     type: dict
     default: {}
     version_added: 0.2.0
