@@ -97,7 +97,7 @@ def render_value(value):
         return "true" if value else "false"
     if isinstance(value, int):
         if not -2 ** 63 <= value < 2 ** 63:
-            raise ContainersConfError("integer %d is outside TOML's 64-bit range" % value)
+            raise ContainersConfError("an integer of %d bits is outside TOML's 64-bit range" % value.bit_length())
         return str(value)
     if isinstance(value, str):
         return _render_string(value, "value")

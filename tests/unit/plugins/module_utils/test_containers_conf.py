@@ -327,3 +327,10 @@ def test_subset_reader_without_tomllib_edits_and_round_trips(monkeypatch):
     assert tomllib.loads(out)["storage"]["driver"] == "overlay" and set_keys(out, WANT) == (out, [])
     out, changed, syntax = set_registries(V1, [{"location": "head:5000", "insecure": True}])
     assert syntax == "v1" and _v1_lists(out)["insecure"] == ["head:5000"]
+
+
+@pytest.mark.parametrize("make", [lambda: 2 ** 63, lambda: -2 ** 63 - 1, lambda: 10 ** 5000], ids=["2^63", "-2^63-1", "5001 digits"])
+def test_integers_outside_toml_range_refused(make):
+    """TOML integers are 64-bit: podman's reader refuses more, and a 5,001-digit one is no traceback."""
+    with pytest.raises(ContainersConfError):
+        set_keys("[engine]\n", {"engine": {"x": make()}})
