@@ -267,8 +267,9 @@ def _skip_blanks(text):
 
 
 class _Pair:
-    def __init__(self, key, start, end, raw_value, indent):
+    def __init__(self, key, start, end, raw_value, indent, value_at=0):
         self.key = key  # tuple of key parts
+        self.value_at = value_at  # column (0-based) of the first line where the value's text starts
         self.start = start  # index of the first line
         self.end = end  # index after the last line
         self.raw_value = raw_value
@@ -343,7 +344,7 @@ def parse(text):
                 raise ContainersConfError("the value of %s is not closed" % ".".join(key), start + 1)
             i += 1
             raw += "\n" + lines[i].rstrip("\r\n")
-        tables[-1].pairs.append(_Pair(key, start, i + 1, raw, indent))
+        tables[-1].pairs.append(_Pair(key, start, i + 1, raw, indent, at + 1))
         i += 1
     return lines, tables
 
@@ -451,8 +452,80 @@ def _same(current, wanted):
     return type(current) is type(wanted) and current == wanted
 
 
-def _apply(table, wanted, changed, prefix, nl):
-    """Edits of ``table``: return (replacements {line: (end, new lines)}, lines to insert after its last pair)."""
+def _last_item_end(text, i):
+    """Index of the last significant character before the ``]`` that closes the array starting at or after
+    ``text[i]`` (the ``[`` itself when the array is empty), skipping blanks, line breaks and comments; None
+    when the array does not close."""
+    depth, last = 0, None
+    while i < len(text):
+        if text.startswith('"""', i) or text.startswith("'''", i):
+            end = text.find(text[i:i + 3], i + 3)
+            if end < 0:
+                return None
+            i = end + 3
+            while text[i:i + 1] == text[end]:
+                i += 1
+            last = i - 1
+            continue
+        ch = text[i]
+        if ch == '"':
+            i += 1
+            while i < len(text) and text[i] not in '"\n':
+                i += 2 if text[i] == "\\" else 1
+            last = i
+        elif ch == "'":
+            i = text.find("'", i + 1)
+            if i < 0:
+                return None
+            last = i
+        elif ch == "#":
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return last
+            last = i
+        elif not ch.isspace():
+            depth += ch in "[{"
+            last = i
+        i += 1
+    return None
+
+
+def _append_in_place(lines, pair, items):
+    """The pair's lines with ``items`` (rendered values) added before the array's closing bracket, so the
+    site's layout and the comments inside the array stay; None when that cannot be done."""
+    text = "".join(lines[pair.start:pair.end])
+    last = _last_item_end(text, pair.value_at)
+    if last is None:
+        return None
+    joined = ", ".join(items)
+    if text[last] == "[":
+        insert = joined
+    elif text[last] == ",":
+        insert = " " + joined + ","
+    else:
+        insert = ", " + joined
+    return _split_lines(text[:last + 1] + insert + text[last + 1:])
+
+
+def _value_reads_as(new_lines, pair, value):
+    """Whether the pair's value, as ``new_lines`` hold it, reads back as ``value`` (the value starts where it
+    started: items are only inserted after its opening bracket)."""
+    start = pair.value_at
+    raw = "\n".join([new_lines[0].rstrip("\r\n")[start:]] + [line.rstrip("\r\n") for line in new_lines[1:]])
+    try:
+        return _same(_Pair(pair.key, pair.start, pair.end, raw, pair.indent).value(), value)
+    except ContainersConfError:
+        return False
+
+
+def _apply(table, wanted, changed, prefix, nl, lines=None):
+    """Edits of ``table``: return (replacements {line: (end, new lines)}, lines to insert after its last pair).
+
+    A list that only grows at its end keeps its lines: the new items go before its closing bracket."""
     replacements = {}
     by_key = {}
     for pair in table.pairs:
@@ -467,9 +540,16 @@ def _apply(table, wanted, changed, prefix, nl):
             continue
         text = render_value(value)
         if pair is not None:
-            if _same(pair.value(), value):
+            current = pair.value()
+            if _same(current, value):
                 continue
-            replacements[pair.start] = (pair.end, ["%s%s = %s%s" % (pair.indent, _render_key(key), text, nl)])
+            grown = None
+            if (lines is not None and isinstance(current, list) and isinstance(value, (list, tuple))
+                    and len(value) > len(current) and _same(current, list(value)[:len(current)])):
+                grown = _append_in_place(lines, pair, [render_value(v) for v in value[len(current):]])
+                if grown is not None and not _value_reads_as(grown, pair, value):
+                    grown = None
+            replacements[pair.start] = (pair.end, grown or ["%s%s = %s%s" % (pair.indent, _render_key(key), text, nl)])
         else:
             inserts.append("%s = %s%s" % (_render_key(key), text, nl))
         changed.append(prefix + key)
@@ -535,7 +615,7 @@ def set_keys(text, settings):
         found = [t for t in tables if t.name == path and not t.array]
         prefix = (name + ".") if name else ""
         if found:
-            rep, ins = _apply(found[-1], wanted, changed, prefix, nl)
+            rep, ins = _apply(found[-1], wanted, changed, prefix, nl, lines)
             replacements.update(rep)
             if ins:
                 insertions.setdefault(found[-1].last_line(), []).extend(ins)
@@ -581,7 +661,7 @@ def set_array_entries(text, name, id_key, entries):
                         match = table
         wanted = {k: v for k, v in entry.items() if k != id_key}
         if match is not None:
-            rep, ins = _apply(match, wanted, changed, prefix, nl)
+            rep, ins = _apply(match, wanted, changed, prefix, nl, lines)
             replacements.update(rep)
             if ins:
                 insertions.setdefault(match.last_line(), []).extend(ins)

@@ -334,3 +334,18 @@ def test_integers_outside_toml_range_refused(make):
     """TOML integers are 64-bit: podman's reader refuses more, and a 5,001-digit one is no traceback."""
     with pytest.raises(ContainersConfError):
         set_keys("[engine]\n", {"engine": {"x": make()}})
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ('[\n  "/a", # first\n  "/b",\n]', '[\n  "/a", # first\n  "/b", "/c",\n]'),
+    ('[\n  "/a", # first\n  "/b" # last\n]', '[\n  "/a", # first\n  "/b", "/c" # last\n]'),
+    ("[]", '["/c"]'),
+    ("[ # none yet\n]", '["/c" # none yet\n]'),
+    ("['/a']  # trailing", "['/a', \"/c\"]  # trailing"),
+])
+def test_a_list_that_grows_keeps_its_lines_and_comments(raw, expected):
+    text = "[storage.options]\nadditionalimagestores = %s\nsize = \"\"\n" % raw
+    current = tomllib.loads(text)["storage"]["options"]["additionalimagestores"]
+    out, changed = set_keys(text, {"storage.options": {"additionalimagestores": current + ["/c"]}})
+    assert out == "[storage.options]\nadditionalimagestores = %s\nsize = \"\"\n" % expected
+    assert changed == ["storage.options.additionalimagestores"]
