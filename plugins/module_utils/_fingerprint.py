@@ -15,6 +15,10 @@ Items, by kind (each a list of names):
 ``packages``  installed package versions (dpkg or rpm), ``absent`` when not installed.
 ``services``  systemd units: active state, sub-state and unit-file state (enabled, masked...).
 ``groups``    group id and members (``/etc/group`` through ``grp``).
+``members``   (a mapping: group -> the members the inventory names) a member of the group that is not named is
+              a difference in every check, with its name, also when the converge that recorded the node saw it
+              already: the docker group is root on the node, and a member added by hand is drift until the
+              inventory names it.
 ``images``    the local Docker image id of each reference.
 ``manifests`` the registry's digest of each image reference (``registry/repository:tag``), asked with the
               node's own registry login and trust (an image replaced in the registry behind the collection's back).
@@ -36,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _packages as _package_db
 
-KINDS = ("paths", "packages", "services", "groups", "images", "manifests", "node", "gpus")
+KINDS = ("paths", "packages", "services", "groups", "members", "images", "manifests", "node", "gpus")
 RECORD_VERSION = 1
 # Registry requests in flight at once (one per recorded manifest, up to this many).
 MANIFEST_REQUESTS = 8
@@ -57,7 +61,12 @@ def canonical_items(items):
         merged = {}
         for part in items:
             for kind, value in canonical_items(part).items():
-                merged[kind] = True if value is True else sorted(set(merged.get(kind) or []) | set(value))
+                if kind == "members":
+                    have = merged.setdefault(kind, {})
+                    for group, names in value.items():
+                        have[group] = sorted(set(have.get(group, [])) | set(names))
+                else:
+                    merged[kind] = True if value is True else sorted(set(merged.get(kind) or []) | set(value))
         return merged
     if not isinstance(items, dict):
         raise FingerprintError("items must be a mapping of kinds (%s)" % ", ".join(KINDS))
@@ -70,6 +79,11 @@ def canonical_items(items):
             if items.get(kind):
                 out[kind] = True
             continue
+        if kind == "members":
+            value = _canonical_members(items.get(kind))
+            if value:
+                out[kind] = value
+            continue
         names = items.get(kind) or []
         if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple, set)):
             raise FingerprintError("items.%s must be a list of names, got %r" % (kind, names))
@@ -81,6 +95,20 @@ def canonical_items(items):
             names = sorted({os.path.normpath(name) for name in names})
         if names:
             out[kind] = names
+    return out
+
+
+def _canonical_members(value):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FingerprintError("items.members must map each group to the list of its members, got %r" % (value,))
+    out = {}
+    for group, names in value.items():
+        names = names or []
+        if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple, set)):
+            raise FingerprintError("items.members.%s must be a list of user names, got %r" % (group, names))
+        out[str(group)] = sorted({str(name) for name in names if name is not None and str(name) != ""})
     return out
 
 
@@ -235,12 +263,31 @@ def load_record(text):
     return record
 
 
-def differences(record, inputs, state):
+def unlisted_members(items):
+    """``group -> sorted names`` of the members of each group of ``items["members"]`` that it does not name (groups
+    without such a member, or absent, left out)."""
+    out = {}
+    for group, named in (items.get("members") or {}).items():
+        try:
+            have = grp.getgrnam(group).gr_mem
+        except KeyError:
+            continue
+        extra = sorted(set(have) - set(named))
+        if extra:
+            out[group] = extra
+    return out
+
+
+def differences(record, inputs, state, unlisted=None):
     """What differs between ``record`` and the node now: a sorted list of keys (``inputs``, ``path:/etc/...``),
-    ``["no record"]`` when there is none. Names only, never values."""
+    ``["no record"]`` when there is none; then ``members:<group> (not named by the inventory: <names>)`` for each
+    group of ``unlisted`` (:func:`unlisted_members`), record or not. Names only, never values (but the names of
+    the members nobody named)."""
+    extra = ["members:%s (not named by the inventory: %s)" % (group, ", ".join(names))
+             for group, names in sorted((unlisted or {}).items())]
     if record is None:
-        return ["no record"]
+        return ["no record"] + extra
     out = [] if record.get("inputs") == inputs else ["inputs"]
     keys = set(record["state"]) | set(state)
     out += sorted(key for key in keys if record["state"].get(key) != state.get(key))
-    return out
+    return out + extra

@@ -53,6 +53,8 @@ options:
         C(/etc/docker/certs.d), or plain HTTP for a registry in daemon.json's C(insecure-registries)), C(node)
         (true - machine, host name, OS release) and C(gpus) (true - the GPU and CPU facts of
         M(hpc.gpu_containers.gpu_facts)).
+      - C(members), a mapping of each group to the members the inventory names. Another member of the group is a
+        difference, with its name, in every check, also when the converge that recorded the node saw it already.
       - A list of such mappings (one per role) is merged.
     type: raw
     default: {}
@@ -102,8 +104,11 @@ clean:
   type: bool
   sample: false
 differences:
-  description: What differs from the record (item keys, V(inputs), or V(no record)); with O(state=record), from the
-    record before this run.
+  description:
+    - What differs from the record (item keys, V(inputs), or V(no record)); with O(state=record), from the record
+      before this run.
+    - "A group member that the C(members) of O(items) does not name adds C(members:<group> (not named by the
+      inventory: <names>)) to every check."
   returned: always
   type: list
   elements: str
@@ -202,11 +207,12 @@ def main():
     if module.params["state"] == "check":
         items = record["items"] if record else {}
         try:
-            state = current(_fingerprint.canonical_items(items))
+            items = _fingerprint.canonical_items(items)
+            state = current(items)
         except _fingerprint.FingerprintError:
-            record = None
+            record, items = None, {}
             state = {}
-        found = _fingerprint.differences(record, inputs, state)
+        found = _fingerprint.differences(record, inputs, state, _fingerprint.unlisted_members(items))
         forgotten = bool(found and before is not None and module.params["forget"] and not module.check_mode)
         if forgotten:
             try:
@@ -220,7 +226,7 @@ def main():
     except _fingerprint.FingerprintError as err:
         module.fail_json(msg="items: %s" % err)
     state = current(items)
-    found = _fingerprint.differences(record, inputs, state)
+    found = _fingerprint.differences(record, inputs, state, _fingerprint.unlisted_members(items))
     text = _fingerprint.record_text(items, inputs, state)
     result = run_edit(module, path, lambda _before: text, create=True, new_mode=0o600, parent_mode=0o755)
     result.pop("diff", None)  # digests: nothing a reader could use

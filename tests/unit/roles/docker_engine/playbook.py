@@ -35,16 +35,17 @@ def role_defaults(role):
     return yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
 
 
-def run_playbook(workdir, plays, *args):
-    """Run ``plays`` (a list of dicts) on localhost; return the finished process."""
+def run_playbook(workdir, plays, *args, env=None):
+    """Run ``plays`` (a list of dicts) on localhost, with ``env`` added to the environment; return the process."""
     workdir = Path(workdir)
     playbook = workdir / ("play-%d.yml" % len(list(workdir.glob("play-*.yml"))))
     playbook.write_text(yaml.safe_dump(plays, sort_keys=False, allow_unicode=True))
-    env = dict(os.environ)
+    extra, env = env, dict(os.environ)
     env.update({"ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
                 "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_ROLES_PATH": str(ROLES)})
     for key in ("HPC_DRIFT_REPORT_JSON", "ANSIBLE_CALLBACKS_ENABLED"):
         env.pop(key, None)
+    env.update(extra or {})
     cmd = [sys.executable, "-m", "ansible.cli.playbook", "-i", "localhost,", "-c", "local",
            "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook), *args]
     return subprocess.run(cmd, env=env, cwd=str(workdir), capture_output=True, text=True, timeout=300, check=False)
