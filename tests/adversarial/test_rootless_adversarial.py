@@ -236,8 +236,14 @@ def _role_task(name):
     raise AssertionError("podman.yml has no task %r" % name)
 
 
-def run_storage_task(tmp_path, path, extra_vars=None):
-    task = _role_task("Storage on overlay (fuse-overlayfs for rootless users), never vfs")
+STORAGE_TASK = "Storage on overlay (fuse-overlayfs for rootless users), never vfs"
+REGISTRY_TASK = "Trust the cluster registry (plain HTTP)"
+
+
+def run_role_task(tmp_path, task_name, path, extra_vars=None):
+    """The role's task ``task_name`` from podman.yml with its ``path`` pointed at ``path``, run by
+    ansible-playbook with the role's defaults and ``extra_vars`` (as -e, like an inventory's)."""
+    task = _role_task(task_name)
     task["hpc.gpu_containers.containers_conf"]["path"] = str(path)
     play = [{"hosts": "localhost", "gather_facts": False, "vars": extra_vars or {}, "tasks": [task]}]
     playbook = tmp_path / "play.yml"
@@ -261,10 +267,21 @@ def run_storage_task(tmp_path, path, extra_vars=None):
 def test_role_keeps_a_sites_own_storage_driver_but_never_vfs(tmp_path, site, inventory, expected):
     path = copy_fixture(tmp_path, "containers-storage__storage.conf")
     path.write_text(path.read_text().replace('driver = "overlay"', 'driver = "%s"' % site, 1))
-    run_storage_task(tmp_path, path, {"rootless_runtimes_storage_driver": inventory} if inventory else None)
+    run_role_task(tmp_path, STORAGE_TASK, path, {"rootless_runtimes_storage_driver": inventory} if inventory else None)
     doc = tomllib.loads(path.read_text())
     assert doc["storage"]["driver"] == expected
     assert doc["storage"]["options"]["overlay"]["mount_program"] == "/usr/bin/fuse-overlayfs"
+
+
+@pytest.mark.parametrize("name", V1_FILES)
+def test_role_registry_task_keeps_a_v1_file_in_v1(tmp_path, name):
+    path = copy_fixture(tmp_path, name)
+    site = tomllib.loads(path.read_text())["registries"]
+    run_role_task(tmp_path, REGISTRY_TASK, path,
+                  {"rootless_runtimes_registry": "head:5000", "rootless_runtimes_registry_insecure": "true"})
+    doc = tomllib.loads(path.read_text())
+    assert "registry" not in doc
+    assert doc["registries"]["insecure"]["registries"] == site["insecure"]["registries"] + ["head:5000"]
 
 
 # -- subuid / subgid ---------------------------------------------------------------------------------
