@@ -429,13 +429,11 @@ def edit_file(path, compute, check_mode=False, backup=False, create=False,
         warnings.extend(more)
         changed = after != before
         result = EditResult(path, before, after, created=changed and not exists, changed=changed, warnings=warnings)
-        if exists and changed:
+        if check_mode and changed and exists:
             st = os.fstat(fd)
-            owner = (st.st_uid, st.st_gid)
-            if check_mode:
-                warning = _owner_warning(path, owner, _predicted_owner(owner), check_mode=True)
-                if warning:
-                    result.warnings.append(warning)
+            warning = _owner_warning(path, (st.st_uid, st.st_gid), _predicted_owner((st.st_uid, st.st_gid)), True)
+            if warning:
+                result.warnings.append(warning)
         if not changed or check_mode:
             return result
         try:
