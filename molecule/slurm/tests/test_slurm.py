@@ -182,3 +182,53 @@ def test_gpu_job_and_steps_see_only_their_gpus(host):
     assert len(step_seen) == 1 and step_seen == [gpus[int(step_ids[0])]], out
     assert "none: NVIDIA_VISIBLE_DEVICES=void" in out and "none: devices=0" in out, out
     assert job_containers(job_id) == {name: [] for name in NODES}
+
+
+def test_job_cannot_widen_its_container(host):
+    """What a job may not make srun-docker do, with the real Slurm and Docker: run as root (-u0, -uroot), put docker
+    options where the image goes, see more GPUs than its own (-e NVIDIA_VISIBLE_DEVICES=all), join another
+    container's namespaces; and its container is held to the job's CPU and memory (read inside it)."""
+    gpus = [line.split("=", 1)[1] for line in node("slurm-n2").file("/etc/nvidia-standin/nvml.conf").content_string
+            .splitlines() if re.match(r"gpu\.\d+\.uuid=", line)]
+    limits = " ".join("/sys/fs/cgroup/%s" % name for name in (
+        "cpu.max", "memory.max", "cpuset.cpus.effective", "cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us",
+        "memory/memory.limit_in_bytes", "cpuset/cpuset.cpus"))
+    script = "\n".join([
+        "#!/bin/bash",
+        "#SBATCH --nodes=1 --nodelist=slurm-n2 --gres=gpu:1 --cpus-per-task=1 --mem=200M --output=widen-%j.out",
+        "echo job-gpus=$SLURM_JOB_GPUS cpus=$SLURM_CPUS_ON_NODE mem=$SLURM_MEM_PER_NODE",
+        "srun-docker --dockopts=-u0 hpc/mpi:1 -- id -u; echo u0-rc=$?",
+        "srun-docker --dockopts='-it -uroot' hpc/mpi:1 -- id -u; echo uroot-rc=$?",
+        "srun-docker -- --label=a:b/c --privileged --pid=host hpc/mpi:1 id -u; echo image-position-rc=$?",
+        "srun-docker --dockopts='-e NVIDIA_VISIBLE_DEVICES=all' hpc/mpi:1 -- nvidia-smi -L; echo gpus-all-rc=$?",
+        "srun-docker --dockopts='--ipc=container:srun-docker-1-b-1-slurm-n2' hpc/mpi:1 -- true; echo ipc-rc=$?",
+        "srun-docker --dockopts='--oom-score-adj=-1000' hpc/mpi:1 -- true; echo oom-rc=$?",
+        "srun-docker hpc/mpi:1 -- sh -c 'echo uid=$(id -u); nvidia-smi -L | sed \"s/^/seen: /\"; "
+        "for f in %s; do [ -r $f ] && echo limit $f=$(cat $f); done; true'" % limits,
+        "echo held-rc=$?",
+    ])
+    put(host, "widen.sbatch", script, mode="0755")
+    result, job_id = submit_and_wait(host, "widen.sbatch")
+    out = output_of(host, "widen-%s.out" % job_id)
+    assert result.rc == 0, out + result.stderr
+    for refused in ("u0", "uroot", "image-position", "gpus-all", "ipc", "oom"):
+        assert "%s-rc=2" % refused in out, out
+    assert "docker option -u0 is not allowed" in out and "docker option -uroot is not allowed" in out, out
+    assert "'--label=a:b/c' is not an image reference" in out and "NVIDIA_VISIBLE_DEVICES" in out, out
+    assert "docker option --ipc is not allowed" in out and "docker option --oom-score-adj is not allowed" in out, out
+    # the one container that ran: as alice, with its one GPU, within the job's CPU and memory
+    assert "held-rc=0" in out and "uid=%d" % UID in out, out
+    job = dict(item.split("=", 1) for item in re.search(r"^job-gpus=.*$", out, re.M).group(0).split())
+    assert re.findall(r"^seen: GPU \d+: .*\(UUID: (GPU-[0-9a-f-]+)\)", out, re.M) == [gpus[int(job["job-gpus"])]], out
+    seen = dict(re.findall(r"^limit /sys/fs/cgroup/(\S+?)=(.*)$", out, re.M))
+    assert job["cpus"] == "1" and job["mem"] == "200", out
+    if "cpu.max" in seen:  # cgroup v2 inside the container
+        quota, period = seen["cpu.max"].split()
+        memory, cpuset = seen["memory.max"], seen["cpuset.cpus.effective"]
+    else:
+        quota, period = seen["cpu/cpu.cfs_quota_us"], seen["cpu/cpu.cfs_period_us"]
+        memory, cpuset = seen["memory/memory.limit_in_bytes"], seen["cpuset/cpuset.cpus"]
+    assert int(quota) == int(period), out  # one CPU's time: the job's --cpus-per-task=1
+    assert int(memory) == 200 * 1024 * 1024, out  # the job's --mem=200M
+    assert cpuset.strip(), out
+    assert job_containers(job_id) == {name: [] for name in NODES}
