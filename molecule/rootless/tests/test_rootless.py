@@ -263,3 +263,16 @@ def test_runtime_verify_through_srun_podman(host):
     verdict = result["runtimes"]["podman_srun"]
     assert verdict["uid"] == UID and verdict["gpus"]["checked"] and verdict["gpus"]["seen"] == 2, verdict
     assert len(verdict["isolation"]["seen"]) == 1, verdict
+
+
+def test_srun_podman_refuses_what_would_widen_the_container(host, image_tar):
+    """srun-podman shares srun-docker's rules: -u0 in --dockopts, options in the image's place and a GPU variable
+    from the job are refused before podman runs; the step's container keeps its one GPU."""
+    as_user(host, "podman image exists %s || podman import -q %s %s" % (IMAGE, image_tar, IMAGE))
+    for args, message in (("--dockopts=-u0 %s -- /bin/busybox id -u" % IMAGE, "docker option -u0 is not allowed"),
+                          ("-- --privileged --userns=host %s /bin/busybox id -u" % IMAGE, "is not an image reference"),
+                          ("--dockopts='-e NVIDIA_VISIBLE_DEVICES=all' %s -- /bin/busybox ls /dev" % IMAGE,
+                           "NVIDIA_VISIBLE_DEVICES"),
+                          ("--env CUDA_VISIBLE_DEVICES=0,1 %s -- /bin/busybox true" % IMAGE, "CUDA_VISIBLE_DEVICES")):
+        out = as_user(host, "srun --ntasks=1 --gres=gpu:1 srun-podman %s" % args)
+        assert out.rc != 0 and message in out.stderr, out.stdout + out.stderr

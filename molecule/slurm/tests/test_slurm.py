@@ -15,6 +15,8 @@
 """
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import time
@@ -232,3 +234,28 @@ def test_job_cannot_widen_its_container(host):
     assert int(memory) == 200 * 1024 * 1024, out  # the job's --mem=200M
     assert cpuset.strip(), out
     assert job_containers(job_id) == {name: [] for name in NODES}
+
+
+def test_jobs_pull_with_a_pull_only_account(host):
+    """srun-docker's registry login is a pull-only account of the registry's read-only instance: a job user who reads
+    it can pull every image and overwrite none (the registry refuses the push on both instances)."""
+    n1 = node(NODES[0])
+    settings = json.loads(n1.file("/etc/srun-docker/srun-docker.json").content_string)
+    assert settings["pull_registry"] == "slurm-ctl:5001" and settings["registry"] == "slurm-ctl:5000"
+    login = json.loads(n1.file("/etc/srun-docker/docker/config.json").content_string)
+    assert list(login["auths"]) == ["slurm-ctl:5001"]
+    assert base64.b64decode(login["auths"]["slurm-ctl:5001"]["auth"]).decode().split(":", 1)[0] == "jobs"
+    # a job pulls through it: the image, gone from the node, comes back under the job's name
+    n1.run("docker image rm slurm-ctl:5000/hpc/mpi:1")
+    out = as_user(host, "srun --nodes=1 --nodelist=%s srun-docker hpc/mpi:1 -- id -u" % NODES[0])
+    assert out.rc == 0 and out.stdout.strip().splitlines()[-1] == str(UID), out.stdout + out.stderr
+    assert n1.run("docker image inspect slurm-ctl:5000/hpc/mpi:1").rc == 0
+    assert n1.run("docker image inspect slurm-ctl:5001/hpc/mpi:1").rc != 0
+    # the same login cannot push, to either instance
+    for target in ("slurm-ctl:5001/hpc/mpi:overwritten", "slurm-ctl:5000/hpc/mpi:overwritten"):
+        n1.check_output("docker tag slurm-ctl:5000/hpc/mpi:1 %s" % target)
+        pushed = n1.run("docker --config /etc/srun-docker/docker push %s" % target)
+        n1.run("docker image rm %s" % target)
+        assert pushed.rc != 0, pushed.stdout + pushed.stderr
+    # nothing reached the registry: the push account (root's login on the node) finds no such tag
+    assert n1.run("docker pull slurm-ctl:5000/hpc/mpi:overwritten").rc != 0
