@@ -446,7 +446,8 @@ def test_job_refusals_as_docker_parses_them_start_nothing(bed):
     step = {"SLURM_STEP_ID": "0", "SLURM_STEP_GPUS": "1", "SLURM_JOB_GPUS": "0,1"}
     cases = [
         (["--dockopts=-u0", "hpc/mpi:1", "id"], "-u0"),  # item 5
-        (["--dockopts", "-u0", "hpc/mpi:1", "id"], "--dockopts"),
+        (["--dockopts", "-u0", "hpc/mpi:1", "id"], "-u0"),
+        (["--dockopts", "-it", "--dockopts", "-uroot", "hpc/mpi:1", "id"], "-uroot"),
         (["--dockopts", "-it -uroot", "hpc/mpi:1", "id"], "-uroot"),
         (["--", "--label=a:b/c", "--privileged", "--pid=host", "hpc/mpi:1", "id"], "not an image reference"),  # 6
         (["--privileged=true", "hpc/mpi:1", "id"], "unrecognized arguments"),
@@ -628,6 +629,14 @@ def test_launcher_command_failure_still_cleans_up(bed):
     assert proc.returncode == 5
     assert len([a for a in docker_calls(calls, "rm") if a[-1].startswith("srun-docker-7-")]) == 2
     assert list((home / ".srun-docker").iterdir()) == []
+
+
+def test_dockopts_value_may_begin_with_a_dash(srun_docker):
+    """The README's ``--dockopts '--shm-size=8g'``: argparse alone stops at a value that begins with "-"."""
+    args = srun_docker.parse_args(["--dockopts", "--shm-size=8g", "--env", "A=1", "img", "cmd", "--dockopts", "-x"])
+    assert args.dockopts == ["--shm-size=8g"] and args.image == "img" and args.command == ["cmd", "--dockopts", "-x"]
+    args = srun_docker.parse_args(["--", "img", "--dockopts", "-x"])
+    assert args.dockopts == [] and args.command == ["--dockopts", "-x"]
 
 
 def test_help_lists_the_options(bed):
