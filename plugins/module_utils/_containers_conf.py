@@ -181,18 +181,27 @@ def _scan_key(text, i, lineno):
         i += 1
 
 
+def _multiline_end(text, i):
+    """Index just past the multi-line string that opens at ``text[i]`` (its three closing quotes and up to two
+    more of the same quote, which close it too), or None when it does not close."""
+    end = text.find(text[i:i + 3], i + 3)
+    if end < 0:
+        return None
+    i = end + 3
+    while text[i:i + 1] == text[end]:
+        i += 1
+    return i
+
+
 def _value_open(text):
     """True while a value is not finished on the text read so far: an array or inline table still open, or a
     multi-line string not yet closed (outside strings and comments)."""
     depth, i = 0, 0
     while i < len(text):
         if text.startswith('"""', i) or text.startswith("'''", i):
-            end = text.find(text[i:i + 3], i + 3)
-            if end < 0:
+            i = _multiline_end(text, i)
+            if i is None:
                 return True
-            i = end + 3
-            while text[i:i + 1] == text[end]:  # up to two quotes may close the string too
-                i += 1
             continue
         ch = text[i]
         if ch == '"':
@@ -459,12 +468,9 @@ def _last_item_end(text, i):
     depth, last = 0, None
     while i < len(text):
         if text.startswith('"""', i) or text.startswith("'''", i):
-            end = text.find(text[i:i + 3], i + 3)
-            if end < 0:
+            i = _multiline_end(text, i)
+            if i is None:
                 return None
-            i = end + 3
-            while text[i:i + 1] == text[end]:
-                i += 1
             last = i - 1
             continue
         ch = text[i]
