@@ -12,7 +12,6 @@ checksums must be refused with a message that names the problem.
 Run with `.venv/bin/pytest tests/adversarial`.
 """
 
-import copy
 import datetime
 import grp
 import hashlib
@@ -36,6 +35,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _htpasswd
 from ansible_collections.hpc.gpu_containers.plugins.modules import registry_htpasswd
+from ansible_collections.hpc.gpu_containers.tests.unit.roles import playbook as role_playbook
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "container_registry"
@@ -95,18 +95,7 @@ def recap_changed(proc):
 
 def role_task(tasks_file, name):
     """The task called ``name`` in the role's ``tasks_file``, blocks searched."""
-    def walk(tasks):
-        for task in tasks or []:
-            if task.get("name") == name:
-                return task
-            for key in ("block", "rescue", "always"):
-                found = walk(task.get(key))
-                if found:
-                    return found
-        return None
-    task = walk(yaml.safe_load((ROLE / "tasks" / tasks_file).read_text()))
-    assert task is not None, "%s has no task %r" % (tasks_file, name)
-    return copy.deepcopy(task)
+    return role_playbook.role_task("container_registry", tasks_file, name)
 
 
 def role_tasks(tasks_file):

@@ -183,9 +183,9 @@ def test_per_node_gres_conf_edit_keeps_settings_and_writes_no_nodename(tmp_path,
     path = copy(tmp_path, "gpu-cluster-config.gres.conf", "gres.conf")
     res = run_twice(slurm_gres, capsys, path, nodes={"dgx1": gpus(range(6))}, per_node=True)
     assert res["changed_nodes"] == ["dgx1"]
-    assert path.read_text().splitlines() == ["Name=gpu Type=tesla_v100-sxm2-16gb File=/dev/nvidia%d CPUs=%s"
-                                             % (m, c) for m, c in zip(range(6), ["0-9", "10-19", "20-29", "30-39",
-                                                                                   "0-9", "10-19"])]
+    cpus = ["0-9", "10-19", "20-29", "30-39", "0-9", "10-19"]
+    assert path.read_text().splitlines() == [
+        "Name=gpu Type=tesla_v100-sxm2-16gb File=/dev/nvidia%d CPUs=%s" % (m, c) for m, c in zip(range(6), cpus)]
 
 
 def test_per_node_needs_exactly_one_node(tmp_path, capsys):

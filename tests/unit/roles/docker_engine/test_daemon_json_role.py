@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from ansible_collections.hpc.gpu_containers.tests.unit.roles.docker_engine.playbook import (
+from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import (
     ROLES,
     debug_values,
     ok,

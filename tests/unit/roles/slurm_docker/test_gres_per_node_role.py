@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.hpc.gpu_containers.tests.unit.roles.docker_engine.playbook import (
+from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import (
     ROLES,
     ok,
     role_defaults,

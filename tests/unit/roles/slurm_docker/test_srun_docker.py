@@ -230,7 +230,7 @@ REFUSED_DOCKOPTS = [
 ]
 
 
-@pytest.mark.parametrize("options", REFUSED_DOCKOPTS, ids=lambda o: " ".join(o))
+@pytest.mark.parametrize("options", REFUSED_DOCKOPTS, ids=" ".join)
 def test_dockopts_refused_as_docker_parses_them(srun_docker, options):
     """Items 5, 7, 9: every one of these refused with the role's defaults, whatever its spelling."""
     with pytest.raises(srun_docker.UsageError):
@@ -484,8 +484,8 @@ def test_srun_docker_has_the_last_word_on_the_gpus_and_the_labels(bed):
 def test_container_held_to_the_jobs_cpus_and_memory(bed):
     """Item 8: the job's CPUs (its affinity) and memory, from Slurm's environment where no cgroup says less."""
     run, _home = bed
-    proc, calls = run(["hpc/mpi:1", "true"], {"SLURM_STEP_ID": "0", "SLURM_CPUS_ON_NODE": "1",
-                                               "SLURM_MEM_PER_NODE": "100"})
+    slurm = {"SLURM_STEP_ID": "0", "SLURM_CPUS_ON_NODE": "1", "SLURM_MEM_PER_NODE": "100"}
+    proc, calls = run(["hpc/mpi:1", "true"], slurm)
     assert proc.returncode == 0, proc.stderr
     (argv,) = docker_calls(calls, "run")
     assert "--cpus=1" in argv and "--memory=104857600" in argv and "--memory-swap=104857600" in argv
