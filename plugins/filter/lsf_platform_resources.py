@@ -51,8 +51,9 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - C(definitions), the lsf.shared rows (as M(hpc.gpu_containers.lsf_resource) takes them in O(resources)), and
-      C(hosts), host name to resource name to value or V(null).
+    - C(definitions), the lsf.shared rows (as M(hpc.gpu_containers.lsf_resource) takes them in
+      O(hpc.gpu_containers.lsf_resource#module:resources)), and C(hosts), host name to resource name to value or
+      V(null).
   type: dict
   sample:
     definitions: [{name: cuda_version, type: Numeric, increasing: false, description: newest CUDA ...}]
