@@ -6,19 +6,10 @@ dockerd would not clear)."""
 import json
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.hpc.gpu_containers.plugins.modules import docker_daemon_config
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.test_docker_daemon_config import run
 
 ROLE_DEFAULTS = {"log-driver": "json-file", "log-opts": {"max-size": "100m", "max-file": "5"}, "live-restore": True}
-
-
-def run(capsys, **args):
-    args.setdefault("validate", "never")
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            docker_daemon_config.main()
-    return json.loads(capsys.readouterr().out)
 
 
 def test_defaults_keep_the_files_values_and_fill_in_the_rest(tmp_path, capsys):
