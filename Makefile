@@ -13,19 +13,26 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 VENV_STAMP := $(VENV)/.requirements-dev.stamp
+# The oldest ansible-core the collection supports (meta/runtime.yml requires_ansible), from
+# requirements-oldest.txt: sanity-oldest, units-oldest and the molecule scenarios named <scenario>@oldest
+# run under it.
+VENV_OLDEST := $(VENV)/oldest
+VENV_OLDEST_STAMP := $(VENV_OLDEST)/.requirements-oldest.stamp
 # Tools run with the venv first on PATH (ansible-lint and molecule call
 # ansible-playbook). ANSIBLE_HOME is the checkout's own .ansible: molecule installs
 # this collection there and Ansible looks there, so a copy some other run left in
 # ~/.ansible/collections can never shadow the code under test.
 WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)" \
 	ANSIBLE_HOME="$(CURDIR)/.ansible"
-# Two lanes side by side (tools/molecule-lanes.sh), the scenarios of a lane in turn: the default
-# scenario, then the registry's explicit insecure mode and bad inputs; beside them a real Slurm with
-# Docker jobs as a user across two nodes, then rolling changes on a live LSF cluster (close, drain,
-# restart, verify, reopen), then the rootless runtimes (podman, udocker) on a GPU node of their own.
+# Three lanes side by side (tools/molecule-lanes.sh), the scenarios of a lane in turn: the default
+# scenario alone (the longest); a real Slurm with Docker jobs as a user across two nodes, then the
+# registry's explicit insecure mode and bad inputs, then the same under the oldest supported ansible-core;
+# rolling changes on a live LSF cluster (close, drain, restart, verify, reopen), then the rootless runtimes
+# (podman, udocker) on a GPU node of their own. `make test` adds a fourth lane, the checks (CHECKS below).
 # Every scenario has its own nodes, network and volumes. One scenario: MOLECULE_LANES=slurm; one
 # lane of two: MOLECULE_LANES='"default slurm"'. Each lane's output: molecule-lane-<n>.log.
-MOLECULE_LANES ?= "default registry_insecure" "slurm rolling rootless"
+# <scenario>@oldest runs a scenario under the oldest supported ansible-core (.venv/oldest).
+MOLECULE_LANES ?= "default" "slurm registry_insecure registry_insecure@oldest" "rolling rootless"
 # Named volumes the scenarios share between their nodes (the LSF_TOP of default and rolling, the
 # slurm scenario's /home).
 MOLECULE_VOLUMES := hpc-gpu-molecule-lsf-top hpc-slurm-molecule-home hpc-gpu-molecule-roll-lsf-top
@@ -37,7 +44,21 @@ if $(2); then echo "make: $(1) took $$(( $$(date +%s) - start ))s"; \
 else rc=$$?; echo "make: $(1) FAILED (exit $$rc) after $$(( $$(date +%s) - start ))s" >&2; exit $$rc; fi
 endef
 
-.PHONY: help venv lint unit adversarial sanity units image slurm-image molecule demo demo-down bench gpu-check test clean ppc64le
+# $(call build_venv,<target>,<venv directory>,<requirements file>): create the venv if it is missing, install
+# the requirements into it, touch the target's stamp.
+define build_venv
+if [ ! -x "$(2)/bin/python" ]; then \
+    [ -n "$(PYTHON)" ] || { echo "make $(1): no python3.11/python3 found" >&2; exit 1; }; \
+    echo "make $(1): creating $(2) with $(PYTHON)"; \
+    $(PYTHON) -m venv "$(2)"; \
+fi; \
+echo "make $(1): installing $(3) into $(2)"; \
+"$(2)/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip; \
+"$(2)/bin/python" -m pip install --disable-pip-version-check -q -r "$(3)"; \
+touch "$@"
+endef
+
+.PHONY: help checks venv venv-oldest sanity-oldest units-oldest lint unit adversarial sanity units image slurm-image molecule demo demo-down bench gpu-check test clean ppc64le
 
 help: ## Show this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,14 +66,12 @@ help: ## Show this list
 venv: $(VENV_STAMP) ## Build .venv from requirements-dev.txt (no-op while the stamp is newer)
 
 $(VENV_STAMP): requirements-dev.txt
-	@if [ ! -x "$(VENV)/bin/python" ]; then \
-	    [ -n "$(PYTHON)" ] || { echo "make venv: no python3.11/python3 found" >&2; exit 1; }; \
-	    echo "make venv: creating $(VENV) with $(PYTHON)"; \
-	    $(PYTHON) -m venv "$(VENV)"; \
-	fi
-	$(VENV)/bin/python -m pip install --disable-pip-version-check -q --upgrade pip
-	$(VENV)/bin/python -m pip install --disable-pip-version-check -q -r requirements-dev.txt
-	@touch "$@"
+	@$(call build_venv,venv,$(VENV),requirements-dev.txt)
+
+venv-oldest: $(VENV_OLDEST_STAMP) ## Build .venv/oldest (the oldest supported ansible-core) from requirements-oldest.txt
+
+$(VENV_OLDEST_STAMP): requirements-oldest.txt
+	@$(call build_venv,venv-oldest,$(VENV_OLDEST),requirements-oldest.txt)
 
 lint: venv ## ruff, then ansible-lint --profile production
 	@$(call timed,ruff,$(VENV)/bin/ruff check .)
@@ -70,16 +89,26 @@ sanity: venv ## ansible-test sanity --venv --python 3.11 on a copy of the workin
 units: venv ## ansible-test units --venv --python 3.11 on a copy of the working tree
 	@$(call timed,units,tools/ansible_test.sh units)
 
+sanity-oldest: venv-oldest ## ansible-test sanity under the oldest supported ansible-core (.venv/oldest)
+	@$(call timed,sanity-oldest,ANSIBLE_CORE=oldest tools/ansible_test.sh sanity)
+
+units-oldest: venv-oldest ## ansible-test units under the oldest supported ansible-core (.venv/oldest)
+	@$(call timed,units-oldest,ANSIBLE_CORE=oldest tools/ansible_test.sh units)
+
 image: ## Build the test-bed node image from Debian packages (tools/node-image.sh)
 	@$(call timed,image,tools/node-image.sh)
 
 slurm-image: ## Build the Slurm test bed's node and MPI job images from Debian packages (tools/slurm-image.sh)
 	@$(call timed,slurm-image,tools/slurm-image.sh)
 
-molecule: venv ## molecule test of MOLECULE_LANES (lanes side by side), when a Docker engine answers
+# Lanes `make molecule` runs beside MOLECULE_LANES, before them on the command line: none by default;
+# `make test` hands it the checks (CHECKS below) as one lane.
+MOLECULE_BESIDE ?=
+
+molecule: venv $(if $(findstring @oldest,$(MOLECULE_LANES)),venv-oldest) ## molecule test of MOLECULE_LANES (lanes side by side), when a Docker engine answers
 	@if docker info >/dev/null 2>&1; then \
 	    $(MAKE) --no-print-directory image slurm-image && \
-	    { rc=0; $(WITH_VENV) tools/molecule-lanes.sh $(MOLECULE_LANES) || rc=$$?; \
+	    { rc=0; $(WITH_VENV) tools/molecule-lanes.sh $(MOLECULE_BESIDE) $(MOLECULE_LANES) || rc=$$?; \
 	      docker volume rm $(MOLECULE_VOLUMES) >/dev/null 2>&1 || true; exit $$rc; }; \
 	else \
 	    printf '%s\n' \
@@ -88,6 +117,7 @@ molecule: venv ## molecule test of MOLECULE_LANES (lanes side by side), when a D
 	      '##  (`docker info` failed). Nothing was converged or verified.    ##' \
 	      '##################################################################' >&2; \
 	    if [ -n "$${MOLECULE_REQUIRED:-}" ]; then echo "make molecule: MOLECULE_REQUIRED is set: failing" >&2; exit 1; fi; \
+	    $(if $(strip $(MOLECULE_BESIDE)),$(WITH_VENV) tools/molecule-lanes.sh $(MOLECULE_BESIDE),true); \
 	fi
 
 # Not part of `test` (CI runs it beside `make test`, .ci/run): 26 minutes on 2
@@ -108,6 +138,17 @@ demo: venv image ## Start the demo cluster (tools/demo.sh)
 demo-down: ## Remove the demo cluster (tools/demo-down.sh)
 	$(WITH_VENV) tools/demo-down.sh
 
+# The README's "Your first real cluster" steps, as written, against the demo nodes: make demo when
+# they are not all running, then tools/first-cluster.sh, then make demo-down (also after a failure).
+.PHONY: first-cluster
+first-cluster: venv ## The README's first-cluster steps against the demo nodes (tools/first-cluster.sh)
+	@for node in head gpu01 gpu02; do \
+	    [ "$$(docker container inspect -f '{{.State.Running}}' demo-$$node 2>/dev/null)" = true ] || up=no; \
+	done; \
+	if [ "$${up:-yes}" = no ]; then $(call timed,demo,$(MAKE) --no-print-directory demo); fi
+	@rc=0; ( $(call timed,first-cluster,$(WITH_VENV) tools/first-cluster.sh) ) || rc=$$?; \
+	$(MAKE) --no-print-directory demo-down; exit $$rc
+
 bench: venv ## Run every benchmark in bench/*.py
 	@set -- bench/*.py; [ -e "$$1" ] || { echo "make bench: no bench/*.py" >&2; exit 1; }; \
 	for script in "$$@"; do \
@@ -118,7 +159,16 @@ bench: venv ## Run every benchmark in bench/*.py
 gpu-check: ## On a machine with a real NVIDIA GPU: record gpu_facts (and a container's view) as a fixture
 	$(PYTHON) tools/gpu-check.py
 
-test: lint unit adversarial sanity units molecule ## Everything CI runs, in this order: lint unit adversarial sanity units molecule
+# The checks that need no Docker engine, one after the other in this order.
+CHECKS := lint unit adversarial sanity units sanity-oldest units-oldest
+
+checks: $(CHECKS) ## lint unit adversarial sanity units sanity-oldest units-oldest, one after the other
+
+# `make test` runs the checks as one lane beside the molecule lanes (tools/molecule-lanes.sh): the checks
+# are mostly CPU, the scenarios mostly wait on their nodes, so side by side they take about as long as
+# the longest lane instead of the sum. A failed check fails `make test`; the lanes still run to their end.
+test: venv venv-oldest ## Everything CI runs: the checks (lint ... units-oldest) in one lane beside the molecule lanes
+	@$(MAKE) --no-print-directory molecule MOLECULE_BESIDE='"$(addprefix make:,$(CHECKS))"'
 
 clean: ## Remove test output and caches (keeps .venv and the ansible-test venv cache)
 	rm -rf tests/output .pytest_cache .ruff_cache .hypothesis

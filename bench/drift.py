@@ -357,7 +357,7 @@ def ansible_env(forks):
         "ANSIBLE_FORKS": str(forks),
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
-        # SSH as the README's "Running at scale" sets it: one master connection per host, kept between tasks.
+        # SSH as docs/scale.md sets it: one master connection per host, kept between tasks.
         "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=10m -o StrictHostKeyChecking=no"
                             " -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
         "ANSIBLE_HOST_KEY_CHECKING": "0",
@@ -654,7 +654,7 @@ KINDS = (
      ["--check", "--diff", "-e", "hpc_drift_fast_path=false", *BASELINE_SCOPE]),
     ("baseline", "baseline", "bench/baseline/site.yml", ["--check", "--diff"]),
 )
-# The accelerator, optional (README, "Running at scale"): the same drift runs with mitogen's linear strategy.
+# The accelerator, optional (docs/scale.md): the same drift runs with mitogen's linear strategy.
 MITOGEN_VERSION = "0.3.54"
 MITOGEN_KINDS = (
     ("fast-mitogen", "ours, fast path, mitogen", "playbooks/drift.yml", ["--check", "--diff"]),
@@ -745,7 +745,7 @@ def estimate(sums, connections, hosts, main_cost, nodes=1000, forks=100, cores=1
             out.append("| %s | %d | %.1f | %.1f | %.1f |" % (count, m["results"], m["wall"], m["per_result"] * 1000,
                                                              m["cpu"]))
         out.append("")
-    out += ["Settings that get there (README, \"Running at scale\"): `forks = 100`; `pipelining = True`; SSH"
+    out += ["Settings that get there (docs/scale.md): `forks = 100`; `pipelining = True`; SSH"
             " `ControlPersist` so each host keeps one connection; `strategy = free` so a slow host does not hold"
             " each task's batch (the node bound above is the linear worst case). On the fast path the nodes"
             " gather no facts and the plays after it have no hosts.", ""]

@@ -161,7 +161,7 @@ def main(argv=None):
         raw = {"opts": vars(opts), "info": drift.machine(), "load_before": load_before,
                "load_after": drift.loadavg(), "started": started,
                "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-               "rc": result["rc"], "wall": result["wall"], "report": json.loads(report_path.read_text())}
+               "rc": result["rc"], "wall": result["wall"], "report": json.loads(report_path.read_text())["hosts"]}
     finally:
         if cluster and not opts.keep:
             cluster.down()

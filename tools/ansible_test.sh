@@ -21,7 +21,10 @@
 # (reachable) or a configured mirror.
 #
 # Environment:
-#   ANSIBLE_TEST        ansible-test to run (default: the one beside this venv's python)
+#   ANSIBLE_CORE        newest (default): the ansible-core of .venv; oldest: the oldest ansible-core the
+#                       collection supports (meta/runtime.yml), from .venv/oldest (`make venv-oldest`).
+#                       Each core gets its own copy of the tree (its own cached --venv interpreter).
+#   ANSIBLE_TEST        ansible-test to run (default: the one of ANSIBLE_CORE's venv)
 #   ANSIBLE_TEST_PYTHON Python version for --python (default 3.11)
 #   SANITY_TESTS        space-separated sanity tests to run (default: all)
 set -euo pipefail
@@ -31,9 +34,15 @@ shift
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python_version="${ANSIBLE_TEST_PYTHON:-3.11}"
-ansible_test="${ANSIBLE_TEST:-$here/.venv/bin/ansible-test}"
+case "${ANSIBLE_CORE:-newest}" in
+newest) venv="$here/.venv" suffix="" ;;
+oldest) venv="$here/.venv/oldest" suffix="-oldest" ;;
+*) printf 'ansible-test.sh: ANSIBLE_CORE=%s: want newest or oldest\n' "$ANSIBLE_CORE" >&2; exit 2 ;;
+esac
+ansible_test="${ANSIBLE_TEST:-$venv/bin/ansible-test}"
+[ -x "$ansible_test" ] || { printf 'ansible-test.sh: no %s (make venv%s)\n' "$ansible_test" "$suffix" >&2; exit 2; }
 checkout_id="$(printf '%s' "$here" | sha256sum | cut -c1-12)"
-root="${HPC_ANSIBLE_TEST_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/hpc.gpu_containers/ansible-test/$checkout_id}"
+root="${HPC_ANSIBLE_TEST_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/hpc.gpu_containers/ansible-test/$checkout_id}$suffix"
 
 log() { printf 'ansible-test.sh: %s\n' "$*" >&2; }
 
@@ -94,7 +103,7 @@ sync_copy() {
 install_get_pip_standin
 sync_copy
 cd "$copy"
-log "running ansible-test $cmd in $copy"
+log "running ansible-test $cmd ($("$ansible_test" --version)) in $copy"
 
 case "$cmd" in
 sanity)

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Run molecule scenarios in lanes: the scenarios of one lane one after another,
+# Run molecule scenarios (and make targets) in lanes: the steps of one lane one after another,
 # the lanes side by side.
 #
-#   tools/molecule-lanes.sh "default registry_insecure" "slurm rolling rootless"
+#   tools/molecule-lanes.sh "make:lint make:unit" "default registry_insecure" "slurm rolling rootless"
+#
+# A step named make:<target> runs `make <target>` (`make test` puts its checks, lint to units-oldest,
+# in a lane of their own beside the scenarios: they use the CPU the scenarios leave while their nodes
+# wait on apt and systemd); any other step is a molecule scenario.
+#
+# A scenario runs under the ansible-core of the venv on PATH (.venv, the newest core the
+# collection supports); <scenario>@oldest runs it under the oldest one (meta/runtime.yml), with
+# .venv/oldest/bin first on PATH (`make venv-oldest` builds it) and an ANSIBLE_HOME of its own.
 #
 # Every scenario has its own node names, network and volumes, so scenarios of
 # different lanes never touch each other's nodes; each lane gets its own
@@ -23,16 +31,38 @@ ansible_home_base="${MOLECULE_LANES_HOME:-$PWD/.venv/.ansible-lane}"
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
+oldest_venv="$PWD/.venv/oldest"
+
 run_lane() {
-    local n=$1 scenarios=$2 log="molecule-lane-$1.log" scenario start rc
+    local n=$1 scenarios=$2 log="molecule-lane-$1.log" scenario start rc label prefix
+    local -a env cmd
     : >"$log"
     for scenario in $scenarios; do
         start=$(date +%s)
-        echo "### molecule $scenario (lane $n) started $(date -u +%H:%M:%S)" >>"$log"
-        ANSIBLE_HOME="$ansible_home_base-$n" molecule test -s "$scenario" 2>&1 |
-            tee -a "$log" | sed -u "s/^/[$scenario] /"
+        case "$scenario" in
+        make:*)
+            label=$scenario prefix=${scenario#make:}
+            cmd=("${MAKE:-make}" --no-print-directory "${scenario#make:}")
+            echo "### $label (lane $n) started $(date -u +%H:%M:%S)" >>"$log"
+            ;;
+        *)
+            case "$scenario" in
+            *@oldest)
+                env=(PATH="$oldest_venv/bin:$PATH" VIRTUAL_ENV="$oldest_venv" ANSIBLE_HOME="$ansible_home_base-$n-oldest")
+                [ -x "$oldest_venv/bin/molecule" ] ||
+                    echo "molecule-lanes: no $oldest_venv/bin/molecule (make venv-oldest)" | tee -a "$log" >&2
+                ;;
+            *) env=(ANSIBLE_HOME="$ansible_home_base-$n") ;;
+            esac
+            label="molecule $scenario" prefix=$scenario
+            cmd=(env "${env[@]}" molecule test -s "${scenario%@*}")
+            echo "### $label (lane $n) started $(date -u +%H:%M:%S) under" \
+                "$(env "${env[@]}" ansible --version 2>/dev/null | head -n 1)" >>"$log"
+            ;;
+        esac
+        "${cmd[@]}" 2>&1 | tee -a "$log" | sed -u "s/^/[$prefix] /"
         rc=${PIPESTATUS[0]}
-        echo "### molecule $scenario (lane $n) exited $rc after $(( $(date +%s) - start ))s" >>"$log"
+        echo "### $label (lane $n) exited $rc after $(( $(date +%s) - start ))s" >>"$log"
         printf '%s %s %s %s\n' "$scenario" "$rc" "$(( $(date +%s) - start ))" "$log" >>"$results"
         [ "$rc" -eq 0 ] || return "$rc"
     done
@@ -53,7 +83,12 @@ done
 
 echo "molecule lanes: $# lane(s), $(( $(date +%s) - started ))s in all"
 while read -r scenario rc seconds log; do
-    if [ "$rc" -eq 0 ]; then
+    if [ "${scenario#make:}" != "$scenario" ]; then
+        # The target's own "make: <step> took/FAILED" lines, from its part of the lane's log.
+        sed -n "/^### $scenario (lane/,/^### $scenario (lane.*exited/p" "$log" | grep -E '^make: .*(took|FAILED)'
+        [ "$rc" -eq 0 ] || { echo "make: ${scenario#make:} FAILED (exit $rc) after ${seconds}s; the end of its output, from $log:"
+            sed -n "/^### $scenario (lane/,\$p" "$log" | tail -n 40 | sed 's/^/    /'; }
+    elif [ "$rc" -eq 0 ]; then
         echo "make: molecule $scenario took ${seconds}s"
     else
         echo "make: molecule $scenario FAILED (exit $rc) after ${seconds}s; why, from $log:"
@@ -65,7 +100,13 @@ done <"$results"
 # A scenario that never started (its lane stopped earlier) is named too.
 for lane in "$@"; do
     for scenario in $lane; do
-        grep -q "^$scenario " "$results" || { echo "make: molecule $scenario NOT RUN (an earlier scenario of its lane failed)"; status=1; }
+        if ! grep -q "^$scenario " "$results"; then
+            case "$scenario" in
+            make:*) echo "make: ${scenario#make:} NOT RUN (an earlier step of its lane failed)" ;;
+            *) echo "make: molecule $scenario NOT RUN (an earlier scenario of its lane failed)" ;;
+            esac
+            status=1
+        fi
     done
 done
 exit "$status"

@@ -11,18 +11,40 @@ version_added: 0.1.0
 short_description: Collect what a check-mode run would change into a drift report
 description:
   - Records every result that reports C(changed) (per host, per task, with its diff), every failed
-    task and every unreachable host, and writes them as C(drift.json) and C(drift.md) into
-    O(report_dir).
-  - Meant for the nightly C(--check --diff) rerun of C(playbooks/drift.yml), whose last
-    play turns a non-empty report into a failed play, so C(ansible-playbook) exits with code 2.
+    task and every unreachable host, and writes them as C(drift.json), C(drift.md) and C(drift.junit.xml) into
+    O(report_dir), and, at the end of the run, as C(hpc_gpu_containers_drift.prom) into O(prom_dir).
+  - C(drift.json) carries C(schema_version) (now C(1)). It is raised when a key is removed or renamed or changes
+    its meaning, so that a reader can refuse a report it does not know instead of misreading it; keys that are
+    only added leave it as it is. C(generated_unix) is the time of the run in unix seconds.
+  - C(drift.junit.xml) has one test case per host and check, in one test suite per host. Each would-be change
+    is a C(<failure>) with the redacted diff, each failed task an C(<error>), each unreachable host an
+    C(<error>) (test case C(reachable)); a host with neither passes its test case C(no drift).
+  - C(hpc_gpu_containers_drift.prom) is a node_exporter textfile (Prometheus text format 0.0.4) with, per
+    host, C(hpc_gpu_containers_drift_host_drifted), C(hpc_gpu_containers_drift_host_differences),
+    C(hpc_gpu_containers_drift_host_failed_tasks) and C(hpc_gpu_containers_drift_host_unreachable), and
+    C(hpc_gpu_containers_drift_hosts_drifted), C(hpc_gpu_containers_drift_last_run_timestamp_seconds) and
+    C(hpc_gpu_containers_drift_report_schema_version). It is written once, when the run ends, through a
+    temporary file and a rename in the same directory, so node_exporter never reads half a file.
+  - Meant for the nightly C(--check --diff) rerun of C(playbooks/drift.yml). Exit codes of that run
+    (C(ansible-playbook)'s own, except 3) - C(0) no drift; C(2) a task failed (the report says which; drift
+    may have been found as well); C(3) drift found, no task failed and every host was reached (the callback
+    ends the run with O(drift_exit_code) after the play recap); C(4) a host was unreachable (listed in the
+    report); other codes are C(ansible-playbook)'s (C(1) error, C(5) bad options, C(99) interrupted, C(250)
+    unexpected error; C(4) also when a playbook does not parse, which leaves no report of this run).
+    Failed tasks and unreachable hosts win over drift.
+  - The drift exit code applies to check-mode runs of a playbook with the drift gate (a task tagged
+    C(hpc_drift_gate), as C(playbooks/drift.yml) has); other runs keep C(ansible-playbook)'s exit code.
+    The run ends from this callback's end-of-run event, so list it last in C(callbacks_enabled) - a callback
+    listed after it gets no end-of-run event from a run that ends with the drift exit code.
   - Works for any playbook; on a normal (not check-mode) run the report lists what did change.
-  - The report is rewritten after each recorded event, so a run that is interrupted still leaves what
-    it saw.
+  - The JSON, Markdown and JUnit files are rewritten after each recorded event, so a run that is interrupted
+    still leaves what it saw.
   - The report holds no secret. A result hidden by C(no_log) is recorded as a change or a failure with
     no diff, no item and no message. As a second line of defence every diff, message and name written
     is redacted, before diffing, of PEM private key blocks, password hashes (bcrypt, C($apr1$), MD5,
     SHA and yescrypt crypt, C({SHA})) and Docker C(auth)/C(identitytoken) values; each becomes a
-    placeholder with a short SHA-256 fingerprint, so that a changed secret still shows as a change.
+    placeholder with a short SHA-256 fingerprint, so that a changed secret still shows as a change. The
+    JUnit and C(.prom) files are made from the redacted report.
   - The files are written with mode C(0640) (never world-readable, whatever the umask) through a
     temporary file and a rename; a report directory that the callback creates, and each missing directory
     above it, gets mode C(0750), whatever the umask.
@@ -54,6 +76,30 @@ options:
     ini:
       - section: callback_drift_report
         key: max_diff_lines
+  prom_dir:
+    description:
+      - Directory for C(hpc_gpu_containers_drift.prom), for example node_exporter's
+        C(--collector.textfile.directory); created when missing (mode C(0750)).
+      - Default - O(report_dir).
+    type: path
+    version_added: 0.2.0
+    env:
+      - name: HPC_DRIFT_PROM_DIR
+    ini:
+      - section: callback_drift_report
+        key: prom_dir
+  drift_exit_code:
+    description:
+      - Exit code of a check-mode run of a playbook with the drift gate that found drift, when no task failed
+        and every host was reached. C(0) leaves C(ansible-playbook)'s exit code as it is.
+    type: int
+    default: 3
+    version_added: 0.2.0
+    env:
+      - name: HPC_DRIFT_EXIT_CODE
+    ini:
+      - section: callback_drift_report
+        key: drift_exit_code
 """
 
 import datetime
@@ -65,14 +111,22 @@ import pwd
 import re
 import stat
 import tempfile
+import time
 
+from ansible.errors import AnsibleOptionsError
 from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _junit_xml, _prom_textfile
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._report_outputs import (
+    DRIFT_SCHEMA_VERSION, drift_cases, drift_families)
 
 # Forked task workers inherit the environment: the drift gate play reads the
 # report through this variable, wherever report_dir points.
 REPORT_ENV = "HPC_DRIFT_REPORT_JSON"
 
+JUNIT_FILE = "drift.junit.xml"
+PROM_FILE = "hpc_gpu_containers_drift.prom"
 REPORT_FILE_MODE = 0o640
 REPORT_DIR_MODE = 0o750
 CENSORED_NOTE = "output hidden by no_log"
@@ -267,6 +321,9 @@ class CallbackModule(CallbackBase):
         self._check_mode = False
         self._json_path = None
         self._md_path = None
+        self._prom_path = None
+        self._gate_seen = False
+        self._started = time.time()
 
     # -- helpers -------------------------------------------------------
     def _host_entry(self, host):
@@ -316,10 +373,24 @@ class CallbackModule(CallbackBase):
             os.environ[REPORT_ENV] = self._json_path
         return self._json_path, self._md_path
 
+    def _prom_file(self):
+        if self._prom_path is None:
+            directory = os.path.abspath(os.path.expanduser(self.get_option("prom_dir")
+                                                           or self.get_option("report_dir")))
+            if os.path.isdir(directory):
+                self._check_directory(directory)
+            else:
+                self._make_directory(directory)
+            self._prom_path = os.path.join(directory, PROM_FILE)
+        return self._prom_path
+
     def report(self):
         changes = sum(len(h["changed"]) for h in self._hosts.values())
         return {
-            "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "schema_version": DRIFT_SCHEMA_VERSION,
+            "generated": datetime.datetime.fromtimestamp(self._started, datetime.timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%SZ"),
+            "generated_unix": int(self._started),
             "playbook": self._playbook,
             "check_mode": self._check_mode,
             "drift": bool(changes),
@@ -335,11 +406,16 @@ class CallbackModule(CallbackBase):
             "unreachable": self._unreachable,
         }
 
-    def _flush(self):
+    def _flush(self, final=False):
         json_path, md_path = self._paths()
         report = self.report()
-        for path, text in ((json_path, json.dumps(report, indent=2, sort_keys=True) + "\n"),
-                           (md_path, render_markdown(report))):
+        files = [(json_path, json.dumps(report, indent=2, sort_keys=True) + "\n"),
+                 (md_path, render_markdown(report)),
+                 (os.path.join(os.path.dirname(json_path), JUNIT_FILE),
+                  _junit_xml.render("hpc.gpu_containers drift check", drift_cases(report), report["generated"]))]
+        if final:
+            files.append((self._prom_file(), _prom_textfile.render(drift_families(report))))
+        for path, text in files:
             # mkstemp: a new file (O_EXCL, mode 0600, no symlink followed) in the report directory.
             fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp",
                                        dir=os.path.dirname(path))
@@ -355,9 +431,11 @@ class CallbackModule(CallbackBase):
                     pass  # already renamed or never created: nothing left behind
                 raise
 
-    @staticmethod
-    def _is_gate(task):
-        return "hpc_drift_gate" in (task.tags or [])
+    def _is_gate(self, task):
+        if "hpc_drift_gate" in (task.tags or []):
+            self._gate_seen = True
+            return True
+        return False
 
     def _record_change(self, result, item=None):
         task = result._task
@@ -432,10 +510,23 @@ class CallbackModule(CallbackBase):
         self._hosts.pop(result._host.get_name(), None)
         self._flush()
 
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self._is_gate(task)
+
     def v2_playbook_on_stats(self, stats):
-        self._flush()
-        summary = self.report()["summary"]
+        self._flush(final=True)
+        report = self.report()
+        summary = report["summary"]
         self._display.display(
             "DRIFT REPORT: %d change(s) on %d of %d host(s), %d failed task(s), %d unreachable -> %s" % (
                 summary["changes"], summary["hosts_with_drift"], summary["hosts_checked"],
                 summary["failed_tasks"], summary["unreachable_hosts"], self._md_path))
+        code = self.get_option("drift_exit_code")
+        if code is None or not 0 <= int(code) <= 255:
+            raise AnsibleOptionsError("drift_report: drift_exit_code must be 0 to 255, not %r" % (code,))
+        failed = any(stats.failures.values()) or any(stats.dark.values()) or report["unreachable"]
+        if code and report["drift"] and self._check_mode and self._gate_seen and not failed:
+            self._display.display("DRIFT FOUND: exit code %d" % code)
+            # After the recap: ansible-playbook's own code (0 here) cannot say "drift"; nothing failed and every
+            # host was reached, so ending the run now loses nothing.
+            raise SystemExit(int(code))

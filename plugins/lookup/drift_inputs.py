@@ -22,7 +22,7 @@ description:
   - Variables are templated without the host's facts (the drift check gathers none); a variable built from facts
     counts by its expression, and the facts themselves are compared on the node by
     M(hpc.gpu_containers.drift_fingerprint) (C(node), C(gpus)). A variable that cannot be templated that way
-    counts as its error's name, the same at converge and at the check.
+    counts as its expression (its value as given) and its error's name, the same at converge and at the check.
   - The value feeds M(hpc.gpu_containers.drift_fingerprint) O(hpc.gpu_containers.drift_fingerprint#module:inputs).
 options:
   _terms:
@@ -101,9 +101,10 @@ class LookupModule(LookupBase):
                 continue
             try:
                 values[name] = templar.template(variables[name])
-            # Whatever templating raises counts by its kind (see DOCUMENTATION).
+            # Whatever templating raises counts by the expression and the error's kind (see DOCUMENTATION): another
+            # expression that fails the same way is another input.
             except Exception as err:  # pylint: disable=broad-exception-caught
-                values[name] = "<not templated: %s>" % type(err).__name__
+                values[name] = ["<not templated: %s>" % type(err).__name__, variables[name]]
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         groups = {name: list(members) for name, members in dict(variables.get("groups") or {}).items()}
         return [inputs_digest(values, list(variables.get("group_names") or []), groups, collection_digest(root))]

@@ -21,9 +21,14 @@ waited on the old inode re-checks that the path still names the inode it locked
 and starts over if not, so two concurrent writers serialise and neither update is
 lost.  A file that does not exist yet is locked through its parent directory.
 
-An existing file keeps its mode, owner and group.  Run as root, the new file is
-given both; run as another user, it can keep only an owner that is that user
-and a group that user belongs to: the transaction keeps what it can and warns,
+An existing file keeps its mode, owner, group and SELinux context.  The context is the file's
+``security.selinux`` extended attribute (what ``ls -Z`` shows and libselinux's getfilecon reads), so
+no SELinux bindings are needed: where the file has one, the temp file is given the same before the
+rename (as Ansible's ``atomic_move`` does), and a context that cannot be kept fails the edit with the
+target unchanged.  Where SELinux is not enabled (no selinuxfs), or the file has no such attribute,
+nothing is read or set.  A new file gets the context the policy gives a new file in its directory.
+Run as root, the new file is given owner and group; run as another user, it can keep only an
+owner that is that user and a group that user belongs to: the transaction keeps what it can and warns,
 naming the old and the new owner, when the owner or the group changes (in check
 mode: would change).
 
@@ -306,9 +311,40 @@ def _owner_warning(shown, before, after, check_mode=False):
                 _user_name(os.geteuid())))
 
 
-def _write_temp_then_rename(data, dest, target, mode, owner, shown, what, validate=None, times=None):
+# The extended attribute that holds a file's SELinux context (security.selinux); the os functions are
+# looked up at call time so that tests can fake them at this boundary.
+SELINUX_XATTR = "security.selinux"
+_NO_XATTR = frozenset(getattr(errno, name) for name in ("ENODATA", "ENOATTR", "ENOTSUP", "EOPNOTSUPP")
+                      if hasattr(errno, name))
+
+
+# Mounted where SELinux is enabled (libselinux's is_selinux_enabled looks for the same filesystem).
+SELINUXFS = "/sys/fs/selinux"
+
+
+def _selinux_enabled():
+    return os.path.isfile(os.path.join(SELINUXFS, "enforce"))
+
+
+def _selinux_context(fd):
+    """The SELinux context of the open file ``fd`` (bytes, as stored), or ``None`` where SELinux is not
+    enabled or the file has none."""
+    getxattr = getattr(os, "getxattr", None)
+    if getxattr is None or not _selinux_enabled():
+        return None
+    try:
+        return getxattr(fd, SELINUX_XATTR)
+    except OSError as exc:
+        if exc.errno in _NO_XATTR:
+            return None
+        raise
+
+
+def _write_temp_then_rename(data, dest, target, mode, owner, shown, what, validate=None, times=None,
+                            context=None):
     """Write ``data`` to a temp file next to ``dest``, fsync it, give it ``mode``
-    and ``owner`` (as much of it as this user may), then rename it onto ``dest``.
+    and ``owner`` (as much of it as this user may) and the SELinux ``context`` (when not ``None``),
+    then rename it onto ``dest``.
     The temp file is removed on any failure.  Returns the owner the file has.
 
     The temp file is named after the edited ``target`` (also for a backup), so the
@@ -332,6 +368,9 @@ def _write_temp_then_rename(data, dest, target, mode, owner, shown, what, valida
         finally:
             os.close(fd)
         os.chmod(tmp_path, mode)
+        if context is not None:
+            step = "keep the SELinux context %s on %s" % (context.rstrip(b"\0").decode("utf-8", "replace"), what)
+            os.setxattr(tmp_path, SELINUX_XATTR, context)
         if times is not None:
             os.utime(tmp_path, ns=times)
         if validate is not None:
@@ -363,12 +402,12 @@ def _fsync_dir(directory):
         return
 
 
-def _backup(real, shown, data, st):
+def _backup(real, shown, data, st, context):
     stamp = time.strftime("%Y-%m-%d@%H:%M:%S")
     dest = "%s.%d.%s~" % (real, os.getpid(), stamp)
     owner = (st.st_uid, st.st_gid) if os.geteuid() == 0 else None
     _write_temp_then_rename(data, dest, real, stat.S_IMODE(st.st_mode), owner, shown, "backup",
-                            times=(st.st_atime_ns, st.st_mtime_ns))
+                            times=(st.st_atime_ns, st.st_mtime_ns), context=context)
     return dest
 
 
@@ -441,15 +480,20 @@ def edit_file(path, compute, check_mode=False, backup=False, create=False,
         except UnicodeEncodeError as exc:
             raise FileEditError("the new content cannot be written as UTF-8: %s" % exc.reason, path=path)
         st = os.fstat(fd) if exists else None
+        try:
+            context = _selinux_context(fd) if exists else None
+        except OSError as exc:
+            raise FileEditError("cannot read the SELinux context: %s" % exc.strerror, path=path)
         if backup and exists:
-            result.backup_file = _backup(real, path, data, st)
+            result.backup_file = _backup(real, path, data, st, context)
         if st is not None:
             mode = stat.S_IMODE(st.st_mode)
             owner = (st.st_uid, st.st_gid)
         else:
             mode, owner = new_mode, None
         kept = _write_temp_then_rename(encoded, real, real, mode, owner, path,
-                                       "temporary file in %s" % os.path.dirname(real), validate=validate)
+                                       "temporary file in %s" % os.path.dirname(real), validate=validate,
+                                       context=context)
         _fsync_dir(os.path.dirname(real))
         warning = _owner_warning(path, owner, kept) if owner is not None else None
         if warning:

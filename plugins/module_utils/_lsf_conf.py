@@ -207,20 +207,26 @@ def same_value(old, new):
     return old.lower() in _BOOL and new.lower() in _BOOL and old.lower() == new.lower()
 
 
-def set_keys(text, settings, list_keys=SET_VALUED_KEYS, merge_lists=True):
+def set_keys(text, settings, list_keys=SET_VALUED_KEYS, merge_lists=True, defaults=None):
     """Apply ``settings`` ({NAME: value or None}) to lsf.conf ``text``.
 
     A value updates the last definition of NAME in place (keeping its indent,
     quoting style and trailing comment) or appends ``NAME=value`` at the end;
     ``None`` removes every definition.  NAMEs in ``list_keys`` are sets of
     words (see :func:`merge_words`; ``merge_lists`` keeps the file's other
-    words).  Returns ``(text, changed_keys, warnings)``.
+    words).  ``defaults`` ({NAME: value}) are appended only where the file
+    defines no NAME of its own and ``settings`` does not name it: a site's own
+    value, whatever it is, stays.  Returns ``(text, changed_keys, warnings)``.
     """
     set_valued = set(list_keys or ())
     lines, entries = parse_conf(text)
     by_name = {}
     for e in entries:
         by_name.setdefault(e.name, []).append(e)
+    settings = dict(settings)
+    for name, value in (defaults or {}).items():
+        if value is not None and name not in by_name and name not in settings:
+            settings[name] = value
     warnings = []
     changed = []
     replace = {}

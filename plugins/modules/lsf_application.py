@@ -147,6 +147,7 @@ options:
       - In O(profiles), an item's own C(exclusive) overrides this value.
     type: bool
     default: false
+    version_added: 0.2.0
   profiles:
     description:
       - Many profiles in one task (one read, one write, one diff). Each item takes the options of the

@@ -48,6 +48,14 @@ options:
         (and the result double-quoted).
     type: dict
     required: true
+  defaults:
+    description:
+      - Parameters written only where C(lsf.conf) has no definition of its own and O(settings) does not name
+        them, as a mapping C(NAME) to value. A site's own value is kept whatever it is (also C(N)); RV(settings)
+        returns the value in effect.
+    type: dict
+    default: {}
+    version_added: 0.3.0
   list_keys:
     description:
       - Parameters whose value is a set of blank-separated words that LSF reads in any order.
@@ -98,6 +106,14 @@ EXAMPLES = r"""
       LSB_RESOURCE_ENFORCE: [cpu, memory]
     merge_lists: false
 
+- name: Turn on LSF's GPU syntax unless the site chose its own value
+  hpc.gpu_containers.lsf_conf:
+    path: /opt/lsf/conf/lsf.conf
+    settings: {}
+    defaults:
+      LSB_GPU_NEW_SYNTAX: extend
+      LSF_GPU_AUTOCONFIG: true
+
 - name: Remove a parameter
   hpc.gpu_containers.lsf_conf:
     path: /opt/lsf/conf/lsf.conf
@@ -113,7 +129,7 @@ changed_keys:
   elements: str
   sample: [LSB_RESOURCE_ENFORCE, LSF_PROCESS_TRACKING]
 settings:
-  description: The effective value of every parameter given, after the edit (C(null) when absent).
+  description: The effective value of every parameter given in O(settings) or O(defaults), after the edit (C(null) when absent).
   returned: always
   type: dict
   sample: {LSB_RESOURCE_ENFORCE: cpu memory, LSF_PROCESS_TRACKING: "Y"}
@@ -146,6 +162,7 @@ def main():
         argument_spec=dict(
             path=dict(type="path", required=True, aliases=["dest"]),
             settings=dict(type="dict", required=True),
+            defaults=dict(type="dict", default={}),
             list_keys=dict(type="list", elements="str", default=list(SET_VALUED_KEYS), no_log=False),
             merge_lists=dict(type="bool", default=True),
             **FILE_EDIT_ARGS,
@@ -153,12 +170,13 @@ def main():
         supports_check_mode=True,
     )
     path = module.params["path"]
-    settings = {}
+    settings, defaults = {}, {}
     try:
-        for name, value in module.params["settings"].items():
-            settings[name] = normalize(name, value)
-            if settings[name] is not None:
-                check_value(name, settings[name])
+        for given, wanted in ((module.params["settings"], settings), (module.params["defaults"], defaults)):
+            for name, value in given.items():
+                wanted[name] = normalize(name, value)
+                if wanted[name] is not None:
+                    check_value(name, wanted[name])
     except ValueError as err:
         module.fail_json(msg="%s: %s" % (path, err), path=path)
 
@@ -167,10 +185,10 @@ def main():
     def compute(text):
         with model_errors(path, LsfSyntaxError):
             new_text, changed_keys, warnings = set_keys(text, settings, list_keys=module.params["list_keys"],
-                                                        merge_lists=module.params["merge_lists"])
+                                                        merge_lists=module.params["merge_lists"], defaults=defaults)
         outcome["changed_keys"] = changed_keys
         effective = get_keys(new_text)
-        outcome["settings"] = {name: effective.get(name) for name in settings}
+        outcome["settings"] = {name: effective.get(name) for name in list(settings) + list(defaults)}
         return new_text, warnings
 
     result = run_edit(module, path, compute)

@@ -22,6 +22,9 @@ description:
   - "O(state=open) reopens the host (C(badmin hopen)) only when its close comment starts with C(<owner>:), that
     is when this module closed it; a host an administrator closed for another reason stays closed."
   - O(state=query) only reads the state.
+  - A long wait can be cut into slices (O(return_after), O(since)) - the call returns while jobs still run, with
+    RV(waiting=true) and a RV(progress) line that names the host, the jobs left and how long it has waited; the
+    caller calls again (an C(until) loop) and the C(hpc.gpu_containers.progress) callback prints each line.
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
 options:
@@ -56,6 +59,20 @@ options:
       - Seconds between two C(bjobs) calls while waiting.
     type: int
     default: 30
+  since:
+    description:
+      - Unix time (on the host the module runs on) when the wait for the jobs began, as RV(since) of an earlier
+        call returned it; O(timeout) counts from it. When omitted, from the start of this call.
+    type: float
+    version_added: 0.2.0
+  return_after:
+    description:
+      - With O(state=drained), return after about this many seconds when jobs still run, with RV(waiting=true)
+        (not a timeout), so that the caller can show the progress and call again. V(0) waits up to O(timeout) in
+        one call.
+    type: int
+    default: 0
+    version_added: 0.2.0
   on_timeout:
     description:
       - V(fail) fails the host when jobs still run at the timeout; it stays closed (with the comment), so that no
@@ -164,6 +181,24 @@ timed_out:
   returned: always
   type: bool
   sample: false
+since:
+  description: Unix time (on the host the module ran on) when the wait began - O(since), or the start of this call.
+  returned: always
+  type: float
+  sample: 1764150000.5
+  version_added: 0.2.0
+waiting:
+  description: Jobs still run and the timeout has not passed; the call returned because of O(return_after).
+  returned: always
+  type: bool
+  sample: false
+  version_added: 0.2.0
+progress:
+  description: One line on the wait - the host, the jobs left and how long it has waited of O(timeout).
+  returned: always
+  type: str
+  sample: "gpu01: 2 job(s) left (1201, 1202); waited 1m05s of 60m00s"
+  version_added: 0.2.0
 commands:
   description: The C(badmin) commands run (or, in check mode, that would run).
   returned: always
@@ -234,16 +269,34 @@ class _Lsf:
             self.fail("%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()))
 
 
-def drain(lsf, params, check_mode):
-    """Wait until no job holds processes on the host; (job ids, seconds waited, timed out)."""
-    began = time.monotonic()
-    deadline = began + max(params["timeout"], 0)
+def drain(lsf, params, check_mode, since):
+    """Wait until no job holds processes on the host, from ``since`` (unix time) for at most the timeout, and in
+    this call for at most ``return_after`` seconds (0: no limit); (job ids, seconds waited, timed out, waiting)."""
+    call_began = time.time()
+    deadline = since + max(params["timeout"], 0)
     while True:
         jobs = lsf.jobs()
-        now = time.monotonic()
+        now = time.time()
+        ids = [job["job"] for job in jobs]
+        waited = round(max(now - since, 0.0), 1)
         if not jobs or check_mode or now >= deadline:
-            return [job["job"] for job in jobs], round(now - began, 1), bool(jobs) and not check_mode
+            return ids, waited, bool(jobs) and not check_mode, False
+        if params["return_after"] > 0 and now - call_began >= params["return_after"]:
+            return ids, waited, False, True
         time.sleep(min(max(params["poll"], 1), deadline - now))
+
+
+def _duration(seconds):
+    seconds = int(seconds)
+    return "%dm%02ds" % (seconds // 60, seconds % 60)
+
+
+def progress_line(host, jobs, waited, timeout):
+    """The drain's state on one line: the host, the jobs left, how long it has waited of the timeout."""
+    if not jobs:
+        return "%s: no job left; waited %s" % (host, _duration(waited))
+    shown = ", ".join(str(job) for job in jobs[:10]) + (", ..." if len(jobs) > 10 else "")
+    return "%s: %d job(s) left (%s); waited %s of %s" % (host, len(jobs), shown, _duration(waited), _duration(timeout))
 
 
 def main():
@@ -257,11 +310,14 @@ def main():
             poll=dict(type="int", default=30),
             on_timeout=dict(type="str", default="fail", choices=["fail", "proceed"]),
             profile=dict(type="path"),
+            since=dict(type="float"),
+            return_after=dict(type="int", default=0),
         ),
         required_if=[("state", "closed", ["reason"]), ("state", "drained", ["reason"])],
         supports_check_mode=True,
     )
     p = module.params
+    since = p["since"] if p["since"] is not None else time.time()
     host = p["host"] or socket.gethostname().split(".", 1)[0]
     lsf = _Lsf(module, host)
     try:
@@ -288,10 +344,11 @@ def main():
     result = dict(changed=bool(command), host=host, status=status, comment=after_comment or "",
                   closed=status == ADMIN_CLOSED, owned=status == ADMIN_CLOSED and is_owned(after_comment, p["owner"]),
                   previous={"status": before["status"], "comment": before["comment"] or ""}, note=note,
-                  jobs=[], waited=0.0, timed_out=False, commands=commands)
+                  jobs=[], waited=0.0, timed_out=False, commands=commands, since=since, waiting=False, progress="")
     if p["state"] == "drained":
-        jobs, waited, timed_out = drain(lsf, p, module.check_mode)
-        result.update(jobs=jobs, waited=waited, timed_out=timed_out)
+        jobs, waited, timed_out, waiting = drain(lsf, p, module.check_mode, since)
+        result.update(jobs=jobs, waited=waited, timed_out=timed_out, waiting=waiting,
+                      progress=progress_line(host, jobs, waited, p["timeout"]))
         if timed_out and p["on_timeout"] == "fail":
             module.fail_json(
                 msg="%s: %d job(s) still running after %d s (%s); the host stays closed (%s)"

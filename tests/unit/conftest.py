@@ -27,12 +27,51 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils import _internal as module_utils_internal
+
+try:  # ansible-core 2.19 and later; 2.16-2.18 have no controller switch to put back
+    from ansible.module_utils import _internal as module_utils_internal
+except ImportError:
+    module_utils_internal = None
 from ansible.module_utils.common import warnings as module_warnings
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _backport_patch_module_args():
+    """``ansible.module_utils.testing.patch_module_args`` for ansible-core before 2.19, which lacks it.
+
+    The module tests import it from there; on an older core (the oldest the collection supports runs
+    them too: ``make units-oldest``) the same context manager is registered under that name, doing what
+    the older cores' own tests did: put the arguments where ``AnsibleModule`` reads them.
+    """
+    try:
+        import ansible.module_utils.testing  # noqa: F401  (2.19 and later)
+        return
+    except ImportError:
+        pass
+    import contextlib
+    import json
+    import types
+    from unittest import mock
+
+    from ansible.module_utils import basic
+
+    @contextlib.contextmanager
+    def patch_module_args(args=None):
+        if not isinstance(args, (dict, type(None))):
+            raise TypeError("The `args` arg must be a dict or None.")
+        data = json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}).encode()
+        with mock.patch.object(basic, "_ANSIBLE_ARGS", data):
+            yield
+
+    module = types.ModuleType("ansible.module_utils.testing")
+    module.patch_module_args = patch_module_args
+    sys.modules[module.__name__] = module
+
+
+_backport_patch_module_args()
 
 
 def _install_collection_loader():
@@ -67,6 +106,8 @@ _MODULE_SIDE_DIRS = (
 def _module_side(request, monkeypatch):
     path = Path(str(request.node.path)).resolve()
     if any(directory in path.parents for directory in _MODULE_SIDE_DIRS):
-        monkeypatch.setattr(module_utils_internal, "is_controller", False)
-        monkeypatch.setattr(module_warnings, "_global_warnings", {})
-        monkeypatch.setattr(module_warnings, "_global_deprecations", {})
+        if module_utils_internal is not None:
+            monkeypatch.setattr(module_utils_internal, "is_controller", False)
+        # Dicts in ansible-core 2.19, lists before it.
+        for name in ("_global_warnings", "_global_deprecations"):
+            monkeypatch.setattr(module_warnings, name, type(getattr(module_warnings, name))())

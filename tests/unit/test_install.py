@@ -1,11 +1,14 @@
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The built tarball, installed as an air-gapped site installs it.
+"""The built tarball, installed as sites install it: the README's Install lines, run as written.
 
-``ansible-galaxy collection build`` of the checkout; the dependency collections packed as Galaxy tarballs
-from the copies installed on this machine (the ``ansible`` package bundles them); an offline install of
-all of them into an empty collections path; then, with only that path visible, ``ansible-doc`` of every
-plugin the plugins/ directory holds and a syntax check of every playbook by its FQCN.
+The dependency collections are packed as Galaxy tarballs from the copies installed on this machine (the
+``ansible`` package bundles them) and served by a Galaxy v3 API on 127.0.0.1, so the lines that reach Galaxy
+run without the internet. In a copy of the checkout (the files git knows), the README's lines, byte for byte
+and in order: the build, the install with dependencies from Galaxy (into a collections path of its own), the
+download for an air-gapped controller and the offline installs from that download into an empty collections
+path; then, with only that path visible, ``ansible-doc`` of every plugin the plugins/ directory holds and a
+syntax check of every playbook by its FQCN.
 """
 
 import hashlib
@@ -17,6 +20,8 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -36,7 +41,8 @@ DOC_TYPES = {
 NOT_DOCUMENTED = {"module_utils", "doc_fragments", "action", "plugin_utils"}
 
 # What the tarball must leave out (the test bed, benchmarks, tests, developer configs) and must hold.
-LEFT_OUT = ("Makefile", "tools", "molecule", "bench", ".ci", "tests", "requirements-dev.txt", "ruff.toml",
+LEFT_OUT = ("Makefile", "tools", "molecule", "bench", ".ci", "tests", "requirements-dev.txt", "requirements-oldest.txt",
+            "ruff.toml",
             ".ansible-lint", ".gitignore", ".venv", ".hypothesis", "changelogs/fragments")
 SHIPPED = ("README.md", "LICENSE", "CHANGELOG.md", "requirements.yml", "meta/runtime.yml",
            "changelogs/changelog.yaml", "changelogs/config.yaml", "playbooks/site.yml")
@@ -121,16 +127,133 @@ def _isolated_env(tmp, collections_path):
     return env
 
 
+# The README's Install lines, in its order: a controller that reaches Galaxy ...
+ONLINE_LINES = (
+    "ansible-galaxy collection build --output-path dist",
+    "ansible-galaxy collection install dist/hpc-gpu_containers-*.tar.gz",
+)
+# ... and an air-gapped one, from the download on a connected machine on.
+# test_readme_lists_the_lines_this_test_runs holds the README to them.
+OFFLINE_LINES = (
+    "ansible-galaxy collection download -r requirements.yml -p collections-offline",
+    "cp dist/hpc-gpu_containers-*.tar.gz collections-offline/",
+    "cd collections-offline",
+    "ansible-galaxy collection install -r requirements.yml --offline",
+    "ansible-galaxy collection install hpc-gpu_containers-*.tar.gz --offline",
+)
+
+
+def _sh(lines, env, cwd):
+    """Each line as written through a shell, in order, from ``cwd``; a ``cd`` line moves the later ones."""
+    for line in lines:
+        _run(["sh", "-c", line], env=env, cwd=cwd)
+        if line.startswith("cd "):
+            cwd = cwd / line.split(None, 1)[1]
+    return cwd
+
+
+# Left out of a copy of a tree that is not a git checkout (ansible-test's copy of the collection).
+NOT_A_CHECKOUT_LEAVES_OUT = (".git", ".venv", ".ansible", ".cache", "tests/output", "dist")
+
+
+def _copy_checkout(dest):
+    """The files git knows in the checkout (tracked, and untracked ones it does not ignore), copied to dest;
+    outside a git checkout (ansible-test's copy, which holds only those files) the whole tree but its outputs."""
+    if not (ROOT / ".git").exists():
+        ignored = {ROOT / rel for rel in NOT_A_CHECKOUT_LEAVES_OUT}
+        shutil.copytree(ROOT, dest, dirs_exist_ok=True, symlinks=True,
+                        ignore=lambda directory, names: [n for n in names if Path(directory, n) in ignored])
+        return
+    proc = _run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+    for rel in proc.stdout.split("\0"):
+        source = ROOT / rel
+        if rel and source.is_file():  # a tracked file deleted in the work tree is left out
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / rel)
+
+
+def _readme_install_lines():
+    """The command lines (no comments, no blanks) of the ```sh block of the README's Install section."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line.strip() for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+class _Galaxy(ThreadingHTTPServer):
+    """The part of Galaxy's v3 API that ``ansible-galaxy collection download`` and ``install`` read, for the
+    tarballs given.
+
+    GET /api/ (the API root: the versions it speaks), /api/v3/collections/<ns>/<name>/ (when it was
+    updated), .../versions/?limit=N (one page: the one version there is), .../versions/<version>/ (the
+    download URL, the artifact's sha256, the dependencies) and /download/<file> (the tarball).
+    """
+
+    def __init__(self, tarballs):
+        super().__init__(("127.0.0.1", 0), _GalaxyHandler)
+        self.url = "http://127.0.0.1:%d/" % self.server_address[1]
+        self.routes = {"/api/": {"available_versions": {"v3": "v3/"}}}
+        self.requests = []
+        for tarball in tarballs:
+            with tarfile.open(tarball) as tar:
+                info = json.load(tar.extractfile("MANIFEST.json"))["collection_info"]
+            namespace, name, version = info["namespace"], info["name"], info["version"]
+            base = "/api/v3/collections/%s/%s/" % (namespace, name)
+            self.routes[base] = {"namespace": namespace, "name": name, "href": base,
+                                 "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"}
+            self.routes[base + "versions/"] = {
+                "meta": {"count": 1}, "links": {"first": None, "previous": None, "next": None, "last": None},
+                "data": [{"version": version, "href": "%sversions/%s/" % (base, version)}]}
+            self.routes["%sversions/%s/" % (base, version)] = {
+                "namespace": {"name": namespace}, "collection": {"name": name}, "version": version,
+                "href": "%sversions/%s/" % (base, version), "download_url": "/download/" + tarball.name,
+                "artifact": {"filename": tarball.name, "size": tarball.stat().st_size,
+                             "sha256": hashlib.sha256(tarball.read_bytes()).hexdigest()},
+                "metadata": {"dependencies": info.get("dependencies") or {}}, "signatures": []}
+            self.routes["/download/" + tarball.name] = tarball
+
+    def __enter__(self):
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+        self.server_close()
+
+
+class _GalaxyHandler(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (the name http.server calls)
+        path = self.path.split("?", 1)[0]
+        self.server.requests.append(self.path)
+        # ansible-galaxy asks for some of them without the trailing slash (the API root: /api).
+        found = self.server.routes.get(path) or self.server.routes.get(path + "/")
+        if found is None:
+            body, status, kind = b'{"errors": [{"status": "404", "code": "not_found"}]}', 404, "application/json"
+        elif isinstance(found, Path):
+            body, status, kind = found.read_bytes(), 200, "application/gzip"
+        else:
+            body, status, kind = json.dumps(found).encode(), 200, "application/json"
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """Build, pack the dependencies, install offline into an empty collections path."""
+    """A copy of the checkout; the README's build line and its install line (dependencies from a Galaxy
+    server here, into a collections path of its own); the server, holding the dependencies, kept up."""
     tmp = tmp_path_factory.mktemp("install")
-    dist = tmp / "dist"
-    dist.mkdir()
-    _run([GALAXY_CLI, "collection", "build", str(ROOT), "--output-path", str(dist)], cwd=tmp)
-    (tarball,) = dist.glob("*.tar.gz")
+    scratch = tmp / "checkout"
+    _copy_checkout(scratch)
 
     installed = _installed_collections()
+    served = tmp / "galaxy"
+    served.mkdir()
     wanted = list(GALAXY.get("dependencies") or {})
     packed = {}
     while wanted:
@@ -140,26 +263,66 @@ def site(tmp_path_factory):
         if name not in installed:
             pytest.skip("dependency %s is not installed on this machine (the ansible package bundles it): "
                         "nothing to pack for the offline install" % name)
-        packed[name], dependencies = _pack_installed(installed[name], dist)
+        packed[name], dependencies = _pack_installed(installed[name], served)
         wanted.extend(dependencies)
 
     empty = tmp / "collections"
     empty.mkdir()
+    online = tmp / "collections-online"
+    online.mkdir()
     env = _isolated_env(tmp, empty)
-    # What `ansible-galaxy collection download` leaves for an air-gapped controller: tarballs and a
-    # requirements file naming them.
-    requirements = dist / "requirements.yml"
-    requirements.write_text(yaml.safe_dump({"collections": [
-        {"name": str(path), "type": "file"} for path in [tarball, *packed.values()]]}))
-    return {"tmp": tmp, "dist": dist, "tarball": tarball, "packed": packed, "env": env, "path": empty,
-            "requirements": requirements}
+    # The README's lines name the tools bare: the ones beside this Python come first.
+    env["PATH"] = "%s%s%s" % (Path(GALAXY_CLI).parent, os.pathsep, env.get("PATH", ""))
+    with _Galaxy(packed.values()) as galaxy:
+        env["ANSIBLE_GALAXY_SERVER"] = galaxy.url
+        _sh(ONLINE_LINES, dict(env, ANSIBLE_COLLECTIONS_PATH=str(online)), scratch)
+        (tarball,) = (scratch / "dist").glob("*.tar.gz")
+        yield {"tmp": tmp, "scratch": scratch, "tarball": tarball, "packed": packed, "env": env,
+               "path": empty, "online": online, "galaxy": galaxy}
 
 
 @pytest.fixture(scope="module")
 def installed(site):
-    _run([GALAXY_CLI, "collection", "install", "-r", str(site["requirements"]), "-p", str(site["path"]),
-          "--offline"], env=site["env"], cwd=site["tmp"])
+    """The README's offline lines, after its build line, into the empty collections path; what each asked
+    the Galaxy server for."""
+    cwd, asked = site["scratch"], {}
+    for line in OFFLINE_LINES:
+        before = len(site["galaxy"].requests)
+        cwd = _sh([line], site["env"], cwd)
+        asked[line] = site["galaxy"].requests[before:]
+    site["asked"] = asked
+    site["offline"] = site["scratch"] / "collections-offline"
     return site
+
+
+def test_readme_lists_the_lines_this_test_runs():
+    lines = _readme_install_lines()
+    assert tuple(lines) == ONLINE_LINES + OFFLINE_LINES, (
+        "README.md's Install block differs from the lines tests/unit/test_install.py runs:\n%s\n!=\n%s"
+        % ("\n".join(lines), "\n".join(ONLINE_LINES + OFFLINE_LINES)))
+
+
+def test_install_with_dependencies_from_galaxy(site):
+    root = site["online"] / "ansible_collections"
+    for name in [FQCN, *site["packed"]]:
+        assert (root.joinpath(*name.split(".")) / "MANIFEST.json").is_file(), "%s not installed" % name
+
+
+def test_download_fetches_every_dependency_from_the_galaxy_server(installed):
+    offline = installed["offline"]
+    names = {tarball.name for tarball in installed["packed"].values()}
+    assert names <= {p.name for p in offline.glob("*.tar.gz")}, "collections-offline/ lacks %s" % sorted(
+        names - {p.name for p in offline.glob("*.tar.gz")})
+    for tarball in installed["packed"].values():
+        assert (offline / tarball.name).read_bytes() == tarball.read_bytes(), tarball.name
+    downloaded = {r.rsplit("/", 1)[1] for r in installed["asked"][OFFLINE_LINES[0]] if r.startswith("/download/")}
+    assert downloaded == names, installed["asked"][OFFLINE_LINES[0]]
+    for line in OFFLINE_LINES[1:]:
+        assert not installed["asked"][line], "%s asked the Galaxy server for %s" % (line, installed["asked"][line])
+    requirements = yaml.safe_load((offline / "requirements.yml").read_text())
+    assert {c["name"] for c in requirements["collections"]} == names, requirements
+    # The collection's own tarball was copied beside them; the requirements file leaves it to its own line.
+    assert (offline / installed["tarball"].name).is_file()
 
 
 def test_tarball_holds_what_sites_install_and_no_test_bed(site):
@@ -210,6 +373,7 @@ def test_offline_install_without_dependencies_fails_at_once_naming_them(site):
 
 def test_installed_copy_holds_collection_and_dependencies(installed):
     root = installed["path"] / "ansible_collections"
+    assert {"community.docker", "community.crypto"} <= set(installed["packed"]), installed["packed"]
     for name in [FQCN, *installed["packed"]]:
         assert (root.joinpath(*name.split(".")) / "MANIFEST.json").is_file(), "%s not installed" % name
 

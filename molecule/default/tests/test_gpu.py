@@ -13,8 +13,10 @@ as NVIDIA's runtime does.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -111,6 +113,44 @@ def test_a_node_without_driver_is_a_normal_answer(node):
 def test_auto_installed_the_toolkit_exactly_where_gpus_were_found(node):
     installed = _node(node).package("nvidia-container-toolkit").is_installed
     assert installed is (node in GPU_NODES)
+
+
+# Each NVIDIA character node of a GPU node (the stand-ins share /dev/null's numbers, see the stand-in's README;
+# the real numbers are in tests/fixtures/dev_char/) and whether /dev/char/<major>:<minor> resolves to a node
+# with the same numbers.
+_DEV_CHAR_PROBE = r"""
+import glob, json, os, stat
+seen = {}
+for path in sorted(glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*")):
+    st = os.lstat(path)
+    if not stat.S_ISCHR(st.st_mode):
+        continue
+    numbers = "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
+    link = "/dev/char/" + numbers
+    try:
+        target = os.stat(link)
+        ok = stat.S_ISCHR(target.st_mode) and target.st_rdev == st.st_rdev and os.path.islink(link)
+    except OSError:
+        ok = False
+    seen[path] = [numbers, ok]
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("node", GPU_NODES)
+def test_each_gpu_device_node_has_its_dev_char_link(node):
+    """The daemon-reload fix (nvidia_container_runtime_dev_char_links, on by default): without the link,
+    systemd drops a running container's device rule for that node at the next daemon-reload."""
+    host = _node(node)
+    result = host.run("python3 -c %s" % shlex.quote(_DEV_CHAR_PROBE))
+    assert result.rc == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert "/dev/nvidia0" in seen and "/dev/nvidiactl" in seen, seen
+    assert [path for path, (_numbers, ok) in seen.items() if not ok] == [], seen
+    rule = host.file("/etc/udev/rules.d/71-nvidia-dev-char.rules")
+    assert rule.is_file and rule.mode == 0o644
+    assert ('ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", '
+            'RUN+="/usr/bin/nvidia-ctk system create-dev-char-symlinks --create-all"') in rule.content_string
 
 
 def test_profiles_never_hand_out_every_gpu():

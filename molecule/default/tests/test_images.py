@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import testinfra
+import yaml
 import testinfra.utils.ansible_runner
 from conftest import LSF_ENVDIR, adhoc, ansible_tool
 
@@ -57,6 +58,33 @@ def _expected(node_name):
 
 def _bsub(node, name, app, command):
     return node.run("runuser -u lsfadmin -- sh -lc 'exec bsub -app %s -I -m %s %s'" % (app, name, command))
+
+
+# What a job's container gets from the profile's run options (NGC's: --ipc=host, the memlock and stack ulimits),
+# read inside the container by the image's busybox, and the node's own IPC namespace and /dev/shm to compare.
+_NGC_PROBE = "echo ipc=$(readlink /proc/self/ns/ipc) stack=$(ulimit -s) memlock=$(ulimit -l) shm=$(stat -f -c %b:%S /dev/shm)"
+
+
+@pytest.mark.parametrize("name", GPU_NODES)
+def test_a_deeplearning_job_gets_the_ngc_run_options(name):
+    """The NGC options asserted on the container a job gets: the node's IPC namespace and its /dev/shm (with
+    --ipc=host Docker ignores --shm-size, so the profile leaves it out), a 64 MiB stack, the profile's memlock."""
+    node = _node(name)
+    with open(Path(__file__).resolve().parents[1] / "group_vars" / "all.yml", encoding="utf-8") as handle:
+        memlock = int(yaml.safe_load(handle)["lsf_docker_memlock"])
+    result = node.run("runuser -u lsfadmin -- sh -lc %s",
+                      "exec bsub -app deeplearning -I -m %s /bin/busybox sh -c '%s'" % (name, _NGC_PROBE))
+    assert result.rc == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    seen = dict(re.findall(r"(ipc|stack|memlock|shm)=(\S+)", result.stdout))
+    assert seen["ipc"] == node.check_output("readlink /proc/self/ns/ipc")
+    assert seen["shm"] == node.check_output("stat -f -c %b:%S /dev/shm")
+    assert seen["stack"] == str(67108864 // 1024)
+    assert seen["memlock"] == str(memlock // 1024)
+    applications = node.file("%s/lsbatch/gpucluster/configdir/lsb.applications" % LSF_ENVDIR).content_string
+    blocks = re.findall(r"(?ms)^\s*Begin Application\b(.*?)^\s*End Application", applications)
+    profile = [block for block in blocks if re.search(r"(?m)^\s*NAME\s*=\s*deeplearning\s*$", block)]
+    assert len(profile) == 1, "no single deeplearning profile in lsb.applications"
+    assert "--shm-size" not in profile[0] and "--ulimit=stack=67108864" in profile[0]
 
 
 @pytest.mark.parametrize("name", GPU_NODES)

@@ -216,6 +216,26 @@ def test_lsf_conf_has_the_runbook_parameters(read):
     before = conf_values(fixture_text("lsf.conf"))
     for key, value in before.items():
         assert values[key] == value, key
+    # lsf_docker_gpu_scheduling: auto (the default) wrote LSF's GPU keys the installer's file lacks: without
+    # LSB_GPU_NEW_SYNTAX, LSF (and the test bed's bsub) refuses bsub -gpu.
+    assert "LSB_GPU_NEW_SYNTAX" not in before and "LSF_GPU_AUTOCONFIG" not in before
+    assert values["LSB_GPU_NEW_SYNTAX"] == "extend"
+    assert values["LSF_GPU_AUTOCONFIG"] == "Y"
+
+
+def test_bsub_gpu_is_refused_where_lsf_conf_leaves_the_gpu_syntax_off(host):
+    """The test bed's bsub refuses -gpu as LSF does without LSB_GPU_NEW_SYNTAX; the GPU tests pass only
+    because the role's default wrote it (test_gpu.py submits -gpu jobs under the converged lsf.conf)."""
+    envdir = "/tmp/lsf-envdir-without-gpu-syntax"
+    host.run_test("rm -rf %s && mkdir -m 0755 %s && grep -v '^LSB_GPU_NEW_SYNTAX=' %s > %s/lsf.conf"
+                  " && chmod 0644 %s/lsf.conf", envdir, envdir, LSF_CONF, envdir, envdir)
+    try:
+        refused = host.run("runuser -u lsfadmin -- bash -lc %s",
+                           "LSF_ENVDIR=%s bsub -gpu num=1 -I true" % envdir)
+    finally:
+        host.run("rm -rf %s", envdir)
+    assert refused.rc == 255, refused.stdout + refused.stderr
+    assert "LSB_GPU_NEW_SYNTAX" in refused.stderr and "Job not submitted" in refused.stderr
 
 
 def test_lsf_shared_defines_docker_boolean(read):

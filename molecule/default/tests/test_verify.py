@@ -10,6 +10,8 @@
   CPU overhead run gives a ratio per node.
 * A profile LSF does not know fails that node with LSF's message, and verify.yml fails.
 * A missing image and an image built for another architecture fail with messages that say so.
+* The JSON report (schema_version 1) comes with a JUnit file (read with junitparser) and a node_exporter textfile
+  (read with prometheus_client's text-format parser) that say the same, node by node and GPU by GPU.
 
 The GPU nodes answer NVML through the test bed's stand-in driver library (values recorded from real devices), and
 the stand-in runtime gives a container the GPUs NVIDIA_VISIBLE_DEVICES names: the comparison runs on real plumbing.
@@ -19,13 +21,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import testinfra
 import testinfra.utils.ansible_runner
 from conftest import adhoc, ansible_tool, stub_calls
+from junitparser import Failure, JUnitXml
+from prometheus_client.parser import text_string_to_metric_families
 
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
@@ -83,16 +89,24 @@ def _bsub_calls(node):
 
 
 @pytest.fixture(scope="module")
-def verify_run(tmp_path_factory):
+def verify_dir(tmp_path_factory):
+    """Where verify_run writes its reports: verify-report.json and .junit.xml; the .prom file in textfile/."""
+    return tmp_path_factory.mktemp("verify")
+
+
+@pytest.fixture(scope="module")
+def verify_run(verify_dir):
     """verify.yml with the overhead run; the bsub records of each GPU node before and after it."""
-    report_path = tmp_path_factory.mktemp("verify") / "verify-report.json"
+    report_path = verify_dir / "verify-report.json"
     before = {node: len(_bsub_calls(node)) for node in GPU_NODES}
     proc = _run([ansible_tool("ansible-playbook"), "-i", INVENTORY, str(PLAYBOOKS / "verify.yml"),
                  "-e", "verify_benchmark=true", "-e", "verify_benchmark_repetitions=3",
-                 "-e", "container_verify_benchmark_loops=50000", "-e", "verify_report_path=%s" % report_path])
+                 "-e", "container_verify_benchmark_loops=50000", "-e", "verify_report_path=%s" % report_path,
+                 "-e", "verify_prom_dir=%s" % (verify_dir / "textfile")])
     after = {node: _bsub_calls(node)[before[node]:] for node in GPU_NODES}
-    report = json.loads(report_path.read_text()) if report_path.exists() else None
-    return proc, report, after
+    document = json.loads(report_path.read_text()) if report_path.exists() else None
+    assert document is None or document["schema_version"] == 1, document
+    return proc, document and document["hosts"], after
 
 
 def test_verify_playbook_passes_on_every_docker_host(verify_run):
@@ -116,6 +130,34 @@ def test_summary_table_lists_every_node_with_the_overhead_ratio(verify_run):
         rows = [line for line in proc.stdout.splitlines()
                 if re.search(r"(^|[\s'\"])%s +%s +\S+ +PASS " % (node, entry["architecture"]["node"]), line)]
         assert len(rows) == 1 and str(bench["ratio"]) in rows[0], proc.stdout[-3000:]
+
+
+def test_junit_and_prom_files_say_what_the_json_report_says(verify_run, verify_dir):
+    """One JUnit test case per node and check, one per GPU; the textfile's pass per node and result per GPU."""
+    dummy, report, dummy2 = verify_run
+    document = json.loads((verify_dir / "verify-report.json").read_text())
+    assert oct(stat.S_IMODE((verify_dir / "verify-report.json").stat().st_mode)) == "0o640"
+    suites = {suite.name: suite for suite in JUnitXml.fromfile(str(verify_dir / "verify-report.junit.xml"))}
+    assert sorted(suites) == DOCKER_HOSTS
+    for node, entry in report.items():
+        cases = {case.name: case for case in suites[node]}
+        gpu_cases = sorted(name for name in cases if name.startswith("GPU ") and name != "GPU count")
+        assert gpu_cases == sorted("GPU %d %s" % (i, uuid) for i, uuid in enumerate(entry["gpus"]["requested"]))
+        assert {"verification", "architecture", "GPU count"} <= set(cases)
+        assert ("LSF job" in cases) == (entry["lsf"] is not None)
+        assert all(case.is_passed for case in cases.values()), node
+    prom = verify_dir / "textfile" / "hpc_gpu_containers_verify.prom"
+    assert oct(stat.S_IMODE(prom.parent.stat().st_mode)) == "0o750"
+    assert oct(stat.S_IMODE(prom.stat().st_mode)) == "0o640"
+    families = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    passed = {s.labels["host"]: s.value for s in families["hpc_gpu_containers_verify_host_passed"].samples}
+    assert passed == {node: 1.0 for node in DOCKER_HOSTS}
+    per_gpu = {(s.labels["host"], s.labels["uuid"]): s.value
+               for s in families["hpc_gpu_containers_verify_gpu_passed"].samples}
+    assert per_gpu == {(node, uuid): 1.0 for node, entry in report.items() for uuid in entry["gpus"]["requested"]}
+    assert len(per_gpu) >= 2 * len(GPU_NODES)
+    stamp = families["hpc_gpu_containers_verify_last_run_timestamp_seconds"].samples[0].value
+    assert stamp == document["generated_unix"] and abs(time.time() - stamp) < 3600
 
 
 def test_gpu_nodes_show_all_their_gpus_in_the_container(verify_run):
@@ -166,8 +208,15 @@ def test_a_profile_lsf_does_not_know_fails_the_node_with_lsfs_message(tmp_path):
             "nosuchapp: No such application. Job not submitted." % node) in proc.stdout + proc.stderr
     # the per-node table says so too
     assert re.search(r"%s +\S+ +\S+ +FAIL .* FAIL " % node, proc.stdout), proc.stdout[-3000:]
-    report = json.loads((tmp_path / "r.json").read_text())
+    report = json.loads((tmp_path / "r.json").read_text())["hosts"]
     assert report[node]["passed"] is False and report[node]["lsf"]["job_id"] is None
+    # the JUnit file has the failed verdict and the failed LSF job as failures, the textfile the failed pass
+    suites = {suite.name: suite for suite in JUnitXml.fromfile(str(tmp_path / "r.junit.xml"))}
+    failed = {case.name for case in suites[node] if any(isinstance(r, Failure) for r in case.result)}
+    assert {"verification", "LSF job"} <= failed, failed
+    families = {f.name: f for f in text_string_to_metric_families((tmp_path / "hpc_gpu_containers_verify.prom").read_text())}
+    assert [(s.labels, s.value) for s in families["hpc_gpu_containers_verify_host_passed"].samples] == [
+        ({"host": node}, 0.0)]
 
 
 def test_missing_image_fails_with_a_clear_message():

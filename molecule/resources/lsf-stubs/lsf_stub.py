@@ -29,6 +29,8 @@ Jobs run on the node where bsub is called, as LSF runs them on the execution hos
 "bsub -I" holds the terminal until the job ends; a batch job (no -I) runs in the
 background, its output going to -o/-oo (else the job's output file in the cluster
 state), and "job-start" / "job-finish" entries in the log mark its start and end:
+  * -gpu is refused unless lsf.conf sets LSB_GPU_NEW_SYNTAX to Y or extend, as IBM documents
+    ("Enables the bsub -gpu option"; LSF leaves it off); the message is the stub's own;
   * -gpu "num=N" allocates N free GPUs of this host (the host's GPUs are the
     test bed's stand-in NVML values, /etc/nvidia-standin/nvml.conf; busy ones
     are recorded under the state directory while a job runs) and exports
@@ -735,6 +737,10 @@ def cmd_bsub(argv, conf):
     options, command = parse_bsub(argv)
     if not command:
         emit("bsub: no job command", file=sys.stderr)
+        return 255
+    if "-gpu" in options and conf.get("LSB_GPU_NEW_SYNTAX", "N").strip().strip('"').lower() not in ("y", "extend"):
+        emit("bsub: the -gpu option needs LSB_GPU_NEW_SYNTAX=Y or extend in lsf.conf (it is %s). Job not submitted."
+             % conf.get("LSB_GPU_NEW_SYNTAX", "not set"), file=sys.stderr)
         return 255
     interactive = any(flag in options for flag in ("-I", "-Is", "-Ip", "-K"))
     queue = options.get("-q", "interactive" if interactive else "normal")

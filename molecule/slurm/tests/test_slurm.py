@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Docker jobs on the test bed's real Slurm, as the user alice (uid 2001), submitted on the controller.
 
-* The README's example (examples/slurm/hello-mpi.sbatch): `sbatch --wait` runs a 2-node MPI hello across two job
+* docs/slurm.md's example (examples/slurm/hello-mpi.sbatch): `sbatch --wait` runs a 2-node MPI hello across two job
   containers, one per node, with the MPI image from the private registry; both ranks print, as uid 2001 gid 2001,
   each rank's file in $HOME is alice's, and no job container is left on any node.
 * A cancelled 2-node job leaves no container; a container a job left behind (outside srun-docker) is removed by

@@ -77,11 +77,13 @@ def drift_playbook(tmp_path):
     return tmp_path / "drift.yml"
 
 
-def test_drift_found_is_reported_with_diff_and_exit_2(tmp_path, drift_playbook):
+def test_drift_found_is_reported_with_diff_and_exit_3(tmp_path, drift_playbook):
     (tmp_path / "managed.conf").write_text("wanted=0\n")
     os.chmod(tmp_path / "managed.conf", 0o644)
     proc, report, report_dir = _run(tmp_path, drift_playbook, "--check", "--diff")
-    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "DRIFT FOUND: exit code 3" in proc.stdout
+    assert "PLAY RECAP" in proc.stdout and "failed=0" in proc.stdout
     assert "Drift found: 1 change(s) on 1 host(s) (nodeA)" in proc.stdout
     assert report["drift"] is True and report["check_mode"] is True
     changes = report["hosts"]["nodeA"]["changed"]
@@ -185,7 +187,7 @@ def test_the_fast_path_is_reported_clean_or_with_the_differences_that_sent_a_hos
         report_dir / "drift.md").read_text()
     (tmp_path / "managed.conf").write_text("wanted=0\n")
     proc, report, report_dir = _run(tmp_path, tmp_path / "drift.yml", "--check", "--diff", "-e", record)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.returncode == 3, proc.stdout + proc.stderr
     entry = report["hosts"]["nodeA"]
     assert entry["fast_path"] == {"clean": False, "full_check": True,
                                   "differences": ["path:%s" % (tmp_path / "managed.conf")]}

@@ -56,6 +56,12 @@ class FakeResult:
         self._result = result
 
 
+class FakeStats:
+    """The counters of AggregateStats the callback reads: nothing failed, every host reached."""
+    failures = {}
+    dark = {}
+
+
 def make_callback(report_dir):
     callback = callback_loader.get("hpc.gpu_containers.drift_report")
     callback.set_options(direct={"report_dir": str(report_dir)})
@@ -181,12 +187,46 @@ def test_report_files_are_0640_and_a_new_directory_0750(tmp_path, umask):
     try:
         callback = make_callback(report_dir)
         callback.v2_runner_on_ok(FakeResult(FakeTask("Managed file"), {"changed": True, "diff": {"before": "a\n", "after": "b\n"}}))
+        callback.v2_playbook_on_stats(FakeStats())
     finally:
         os.umask(old)
     assert stat.S_IMODE(report_dir.stat().st_mode) == 0o750
-    for name in ("drift.json", "drift.md"):
+    names = ["drift.json", "drift.junit.xml", "drift.md", "hpc_gpu_containers_drift.prom"]
+    for name in names:
         assert stat.S_IMODE((report_dir / name).stat().st_mode) == 0o640
-    assert sorted(p.name for p in report_dir.iterdir()) == ["drift.json", "drift.md"]  # no temp file left
+    assert sorted(p.name for p in report_dir.iterdir()) == names  # no temp file left
+
+
+def test_a_prom_directory_of_its_own_is_made_0750_with_the_textfile_0640(tmp_path):
+    report_dir, prom_dir = tmp_path / "report", tmp_path / "textfile" / "collector"
+    old = os.umask(0)
+    try:
+        callback = callback_loader.get("hpc.gpu_containers.drift_report")
+        callback.set_options(direct={"report_dir": str(report_dir), "prom_dir": str(prom_dir)})
+        callback.v2_runner_on_ok(FakeResult(FakeTask("Managed file"), {"changed": True}))
+        assert not prom_dir.exists()  # written once, at the end of the run: never half a run's numbers
+        callback.v2_playbook_on_stats(FakeStats())
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(prom_dir.stat().st_mode) == stat.S_IMODE(prom_dir.parent.stat().st_mode) == 0o750
+    assert [p.name for p in prom_dir.iterdir()] == ["hpc_gpu_containers_drift.prom"]
+    assert stat.S_IMODE((prom_dir / "hpc_gpu_containers_drift.prom").stat().st_mode) == 0o640
+    assert not (report_dir / "hpc_gpu_containers_drift.prom").exists()
+
+
+def test_junit_and_prom_hold_no_secret(tmp_path):
+    report_dir = tmp_path / "report"
+    callback = make_callback(report_dir)
+    callback.v2_runner_on_ok(FakeResult(FakeTask("Install the site private key"), {
+        "changed": True, "dest": "/etc/hpc-registry/tls/server.key",
+        "diff": {"before": "", "after": PEM_KEY, "after_header": "/etc/hpc-registry/tls/server.key"}}))
+    callback.v2_runner_on_failed(FakeResult(FakeTask("Parse key"), {"failed": True, "msg": "bad key: " + PEM_KEY}))
+    callback.v2_playbook_on_stats(FakeStats())
+    junit = (report_dir / "drift.junit.xml").read_text()
+    prom = (report_dir / "hpc_gpu_containers_drift.prom").read_text()
+    assert "[redacted private key, sha256 " in junit
+    for text in (junit, prom):
+        assert "MIGk" not in text and "oAcGBSuBBAAi" not in text
 
 
 def test_an_existing_directory_keeps_its_mode_and_the_files_are_still_0640(tmp_path):

@@ -532,3 +532,83 @@ def test_missing_directory_without_parent_mode_is_an_error(tmp_path):
     with pytest.raises(FileEditError, match="cannot be opened"):
         edit_file(str(path), lambda _t: "x\n", create=True)
     assert not path.parent.exists()
+
+
+# SELinux: the context is the security.selinux extended attribute. Root on ext4/xfs/tmpfs can set it
+# without SELinux loaded, so the kernel itself carries it here; the failure path fakes the boundary.
+CONTEXT = b"system_u:object_r:container_config_t:s0\0"
+XATTR = "security.selinux"
+
+
+def _can_label(path):
+    try:
+        os.setxattr(path, XATTR, CONTEXT)
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
+@pytest.fixture
+def selinux_enabled(monkeypatch):
+    """SELinux taken as enabled (selinuxfs is what tells), whatever this machine runs."""
+    monkeypatch.setattr(_file_edit, "_selinux_enabled", lambda: True)
+
+
+def test_an_edit_keeps_the_selinux_context_of_the_file_it_replaces(conf, selinux_enabled):
+    if not _can_label(conf):
+        pytest.skip("this filesystem or user cannot set security.selinux")
+    old_inode = os.stat(conf).st_ino
+    result = edit_file(conf, _append("LSB_CONTAINER=Y"), backup=True)
+    assert result.changed
+    assert os.stat(conf).st_ino != old_inode  # replaced by the rename, not rewritten in place
+    assert os.getxattr(conf, XATTR) == CONTEXT
+    assert os.getxattr(result.backup_file, XATTR) == CONTEXT
+
+
+def test_a_file_without_a_context_gets_none(conf, monkeypatch, selinux_enabled):
+    calls = []
+    real_setxattr = os.setxattr
+    monkeypatch.setattr(os, "setxattr", lambda *a, **k: calls.append(a) or real_setxattr(*a, **k))
+    edit_file(conf, _append("LSB_CONTAINER=Y"))
+    assert [c for c in calls if c[1] == XATTR] == []
+    with pytest.raises(OSError) as raised:
+        os.getxattr(conf, XATTR)
+    assert raised.value.errno in (errno.ENODATA, errno.ENOTSUP)
+
+
+def test_a_context_that_cannot_be_kept_fails_the_edit_and_leaves_the_file(conf, monkeypatch, selinux_enabled):
+    monkeypatch.setattr(os, "getxattr", lambda fd, name: CONTEXT)
+
+    def refuse(path, name, value, *args):
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM), path)
+
+    monkeypatch.setattr(os, "setxattr", refuse)
+    with pytest.raises(FileEditError) as raised:
+        edit_file(conf, _append("LSB_CONTAINER=Y"))
+    message = str(raised.value)
+    assert str(conf) in message
+    assert "SELinux context system_u:object_r:container_config_t:s0" in message
+    assert "Operation not permitted" in message
+    assert conf.read_bytes() == ORIGINAL.encode()
+    assert _leftovers(conf.parent, ["lsf.conf"]) == []
+
+
+def test_check_mode_reads_no_context(conf, monkeypatch, selinux_enabled):
+    def boom(*args):
+        raise AssertionError("check mode must not touch the context")
+
+    monkeypatch.setattr(os, "getxattr", boom)
+    monkeypatch.setattr(os, "setxattr", boom)
+    assert edit_file(conf, _append("LSB_CONTAINER=Y"), check_mode=True).changed
+
+
+def test_without_selinux_a_labelled_file_is_edited_without_reading_its_context(conf, monkeypatch):
+    monkeypatch.setattr(_file_edit, "SELINUXFS", str(conf.parent / "no-selinuxfs"))
+
+    def boom(*args):
+        raise OSError(errno.EACCES, "must not be asked")
+
+    monkeypatch.setattr(os, "getxattr", boom)
+    monkeypatch.setattr(os, "setxattr", boom)
+    assert edit_file(conf, _append("LSB_CONTAINER=Y")).changed
+    assert conf.read_text().endswith("LSB_CONTAINER=Y\n")

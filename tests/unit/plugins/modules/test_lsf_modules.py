@@ -280,3 +280,42 @@ def test_lsf_resource_several_bad_requests_change_nothing(tmp_path, capsys, args
     res = run_module(lsf_resource, capsys, path=str(path), **args)
     assert res["failed"] is True and msg in res["msg"], res["msg"]
     assert path.read_bytes() == before
+
+
+def test_lsf_conf_defaults_fill_only_what_the_site_left_undefined(tmp_path, capsys):
+    path = tmp_path / "lsf.conf"
+    path.write_text("# site\nLSB_GPU_NEW_SYNTAX=N   # we submit with -R\nLSF_LOG_MASK=LOG_WARNING\n")
+    res = check_then_run(lsf_conf, capsys, path, settings={"LSF_PROCESS_TRACKING": True},
+                         defaults={"LSB_GPU_NEW_SYNTAX": "extend", "LSF_GPU_AUTOCONFIG": True,
+                                   "LSF_PROCESS_TRACKING": "N"})
+    # The site's N stays, a key settings names is set from settings, the missing default is appended.
+    assert res["changed_keys"] == ["LSF_PROCESS_TRACKING", "LSF_GPU_AUTOCONFIG"]
+    assert res["settings"] == {"LSF_PROCESS_TRACKING": "Y", "LSB_GPU_NEW_SYNTAX": "N", "LSF_GPU_AUTOCONFIG": "Y"}
+    assert path.read_text() == ("# site\nLSB_GPU_NEW_SYNTAX=N   # we submit with -R\nLSF_LOG_MASK=LOG_WARNING\n"
+                                "LSF_PROCESS_TRACKING=Y\nLSF_GPU_AUTOCONFIG=Y\n")
+
+
+def test_lsf_conf_defaults_are_checked_like_settings(tmp_path, capsys):
+    path = tmp_path / "lsf.conf"
+    path.write_text("LSF_LOG_MASK=LOG_WARNING\n")
+    res = run_module(lsf_conf, capsys, path=str(path), settings={}, defaults={"LSB_GPU_NEW_SYNTAX": "$(reboot)"})
+    assert res["failed"] is True and "LSB_GPU_NEW_SYNTAX" in res["msg"]
+    assert path.read_text() == "LSF_LOG_MASK=LOG_WARNING\n"
+
+
+@pytest.mark.parametrize("name", ["Nero09__LSF-on-aws-cloud__lsf.conf", "bytedance__volclava__lsf.conf.in"])
+def test_lsf_conf_defaults_on_published_files_append_and_keep_every_line(tmp_path, capsys, name):
+    path = sample(tmp_path, name, "lsf.conf")
+    original = path.read_text()
+    res = check_then_run(lsf_conf, capsys, path, settings={},
+                         defaults={"LSB_GPU_NEW_SYNTAX": "extend", "LSF_GPU_AUTOCONFIG": True})
+    assert res["changed_keys"] == ["LSB_GPU_NEW_SYNTAX", "LSF_GPU_AUTOCONFIG"]
+    text = path.read_text()
+    assert text.startswith(original.rstrip("\n"))
+    assert text.endswith("LSB_GPU_NEW_SYNTAX=extend\nLSF_GPU_AUTOCONFIG=Y\n")
+    # The published file with a value of its own keeps it, and only the other key is added.
+    path.write_text(original + "LSB_GPU_NEW_SYNTAX=Y\n")
+    res = check_then_run(lsf_conf, capsys, path, settings={},
+                         defaults={"LSB_GPU_NEW_SYNTAX": "extend", "LSF_GPU_AUTOCONFIG": True})
+    assert res["settings"]["LSB_GPU_NEW_SYNTAX"] == "Y"
+    assert path.read_text() == original + "LSB_GPU_NEW_SYNTAX=Y\nLSF_GPU_AUTOCONFIG=Y\n"

@@ -1,0 +1,70 @@
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""docker_engine's drain (tasks/drain.yml) with ansible-playbook against the recording LSF stubs, and the
+hpc.gpu_containers.progress callback's line on each poll: which host, which jobs are left, how long it has waited."""
+
+import re
+
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.test_lsf_host_state_module import (  # noqa: F401 pylint: disable=unused-import
+    HOST,
+    cluster,
+)
+from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import ROLES, run_playbook
+
+PROGRESS = {"ANSIBLE_CALLBACKS_ENABLED": "hpc.gpu_containers.progress"}
+
+
+def drain_play(lsf, timeout, on_timeout="fail"):
+    return [{
+        "name": "Drain this host",
+        "hosts": "localhost",
+        "gather_facts": False,
+        "tasks": [{
+            "name": "The role's drain",
+            "ansible.builtin.include_tasks": str(ROLES / "docker_engine" / "tasks" / "drain.yml"),
+            "vars": {
+                "docker_engine_lsf_drain": True,
+                "docker_engine_service_before": {"status": {"ActiveState": "active"}},
+                "docker_engine_drain_reason": "engine upgrade",
+                "docker_engine_lsf_host": HOST,
+                "docker_engine_lsf_profile": str(lsf.profile),
+                "docker_engine_lsf_drain_timeout": timeout,
+                "docker_engine_lsf_drain_poll": 1,
+                "docker_engine_lsf_drain_on_timeout": on_timeout,
+            },
+        }],
+    }]
+
+
+def test_each_poll_prints_the_host_the_jobs_left_and_the_time_waited(cluster, tmp_path):  # noqa: F811
+    job = cluster.submit("sh", "-c", "sleep 20; echo done")
+    cluster.wait_for(job, "RUN")
+    proc = run_playbook(tmp_path, drain_play(cluster, 60), env=PROGRESS)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    lines = re.findall(r"^PROGRESS \[localhost\] Wait until this host's jobs have ended - (.*)$", proc.stdout, re.M)
+    assert lines, proc.stdout[-4000:]
+    for line in lines:
+        assert re.fullmatch(r"%s: 1 job\(s\) left \(%d\); waited 0m\d\ds of 1m00s \(\d+ check\(s\) left\)"
+                            % (re.escape(HOST), job), line), line
+    waited = [int(re.search(r"waited 0m(\d\d)s", line).group(1)) for line in lines]
+    assert waited == sorted(waited) and waited[0] >= 1  # counted from the close, across the calls
+    assert cluster.job(job)["stat"] == "DONE"
+    assert [c["argv"][0] for c in cluster.calls("badmin")] == ["hclose"]  # closed once
+
+
+def test_without_the_callback_no_progress_line(cluster, tmp_path):  # noqa: F811
+    job = cluster.submit("sh", "-c", "sleep 20; echo done")
+    cluster.wait_for(job, "RUN")
+    proc = run_playbook(tmp_path, drain_play(cluster, 60))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "PROGRESS [" not in proc.stdout and "FAILED - RETRYING" in proc.stdout
+
+
+def test_a_drain_past_its_timeout_fails_with_the_jobs_still_running(cluster, tmp_path):  # noqa: F811
+    job = cluster.submit("sleep", "60")
+    cluster.wait_for(job, "RUN")
+    proc = run_playbook(tmp_path, drain_play(cluster, 8), env=PROGRESS)
+    assert proc.returncode == 2, proc.stdout[-4000:]
+    assert "%s: 1 job(s) still running after 8 s (%d); the host stays closed" % (HOST, job) in proc.stdout
+    assert "PROGRESS [localhost]" in proc.stdout
+    assert cluster.state()["status"] == "closed_Adm"
