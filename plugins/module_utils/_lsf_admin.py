@@ -16,6 +16,8 @@ CHECKS = (["lsadmin", "ckconfig", "-v"], ["badmin", "ckconfig", "-v"])
 LIM_RECONFIG = ["lsadmin", "reconfig", "-f"]
 MBD_RESTART = ["badmin", "mbdrestart", "-f"]
 BATCH_RECONFIG = ["badmin", "reconfig", "-f"]
+# sbatchd and RES on every host: they read some lsf.conf keys (LSB_DOCKER_PASS_ENV) only at their start.
+HOST_RESTARTS = (["badmin", "hrestart", "-f", "all"], ["lsadmin", "resrestart", "-f", "all"])
 _FATAL = re.compile(r"fatal error", re.IGNORECASE)
 _NO_HOST = re.compile(r"no (matching )?hosts? (found|match)", re.IGNORECASE)
 
@@ -40,9 +42,10 @@ def check_report(argv, rc, stdout, stderr):
     return "%s failed (rc=%d):\n%s" % (" ".join(argv), rc, output)
 
 
-def reloads(lim=False, mbdrestart=False, batch=False):
-    """The reload commands, in order: LIM first (it serves the hosts' resources), then mbatchd; a restart of
-    mbatchd re-reads lsb.* too, so ``batch`` adds ``badmin reconfig`` only without ``mbdrestart``."""
+def reloads(lim=False, mbdrestart=False, batch=False, hosts_restart=False):
+    """The reload commands, in order: LIM first (it serves the hosts' resources), then mbatchd, then sbatchd and
+    RES on every host; a restart of mbatchd re-reads lsb.* too, so ``batch`` adds ``badmin reconfig`` only without
+    ``mbdrestart``."""
     out = []
     if lim:
         out.append(LIM_RECONFIG)
@@ -50,6 +53,8 @@ def reloads(lim=False, mbdrestart=False, batch=False):
         out.append(MBD_RESTART)
     elif batch:
         out.append(BATCH_RECONFIG)
+    if hosts_restart:
+        out.extend(list(argv) for argv in HOST_RESTARTS)
     return out
 
 

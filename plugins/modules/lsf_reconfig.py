@@ -47,6 +47,14 @@ options:
     description: Reconfigure mbatchd (C(badmin reconfig -f)) - after a change of lsb.* files only.
     type: bool
     default: false
+  hosts_restart:
+    description:
+      - Restart sbatchd (C(badmin hrestart -f all)) and RES (C(lsadmin resrestart -f all)) on every host, after the
+        other reloads - after a change of lsf.conf keys those daemons read only at their start, such as
+        C(LSB_DOCKER_PASS_ENV). Running jobs keep running.
+    type: bool
+    default: false
+    version_added: 0.3.0
   resource:
     description: A resource every host of O(hosts) must have in LSF's view after the LIM reload.
     type: str
@@ -123,6 +131,7 @@ def main():
             "lim": {"type": "bool", "default": False},
             "mbdrestart": {"type": "bool", "default": False},
             "batch": {"type": "bool", "default": False},
+            "hosts_restart": {"type": "bool", "default": False},
             "resource": {"type": "str"},
             "hosts": {"type": "list", "elements": "str", "default": []},
             "error_hint": {"type": "str", "default": "correct the error, then run again to validate and reload."},
@@ -130,7 +139,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    reloads = _lsf_admin.reloads(params["lim"], params["mbdrestart"], params["batch"])
+    reloads = _lsf_admin.reloads(params["lim"], params["mbdrestart"], params["batch"], params["hosts_restart"])
     result = {"changed": bool(reloads), "reloads": [" ".join(argv) for argv in reloads]}
     if module.check_mode:
         module.exit_json(**result)

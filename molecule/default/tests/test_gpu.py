@@ -181,6 +181,45 @@ def test_a_job_without_gpus_gets_none():
     assert "nvidia_smi=absent" in stdout and _seen(stdout)[1] == "void", stdout[-2000:]
 
 
+def test_without_lsb_docker_pass_env_a_gpu_job_gets_no_gpu():
+    """The starter needs the job's environment, which LSF hands it only with LSB_DOCKER_PASS_ENV=Y (the role
+    writes it): under an lsf.conf without the key, the test bed's LSF starts the starter without the job's
+    variables, as IBM documents for the default, and the one-GPU job that gets its GPU above gets none."""
+    node = GPU_NODES[-1]
+    host = _node(node)
+    envdir = "/tmp/lsf-envdir-without-pass-env"
+    host.run_test("rm -rf %s && mkdir -m 0755 %s && grep -v '^LSB_DOCKER_PASS_ENV=' %s/lsf.conf > %s/lsf.conf"
+                  " && chmod 0644 %s/lsf.conf", envdir, envdir, LSF_ENVDIR, envdir, envdir)
+    try:
+        before = len(stub_calls(host))
+        out = host.run("runuser -u lsfadmin -- bash -lc %s",
+                       "LSF_ENVDIR=%s bsub -gpu num=1 -app powerai -I /verify" % envdir)
+        jobs = [call for call in stub_calls(host)[before:] if call["cmd"] == "bsub-job"]
+    finally:
+        host.run("rm -rf %s", envdir)
+    assert len(jobs) == 1 and len(jobs[0]["gpus"]) == 1, jobs      # LSF allocated one GPU ...
+    uuids, nvidia_visible, _cuda = _seen(out.stdout)
+    assert "nvidia_smi=absent" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]     # ... the job ran, and
+    assert uuids == [] and nvidia_visible == "void", out.stdout[-2000:]                  # got none
+
+
+@pytest.mark.parametrize("node", GPU_NODES)
+def test_the_gpu_device_options_script_passes_each_nodes_own_gpus(node):
+    """"devices" mode's options script (installed beside the starter, named by the profiles in that mode): run
+    on each GPU node as LSF would, with a hostile environment, it names that node's own GPU device nodes (2 on
+    gpu01, 4 on gpu02, not the minors both have) and the control devices, and a container given them has them."""
+    host = _node(node)
+    minors = [int(gpu["minor_number"]) for gpu in recorded(node)["gpus"]]
+    expected = ["/dev/nvidia%d" % minor for minor in sorted(minors)] + [
+        path for path in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools") if host.file(path).exists]
+    out = host.check_output("runuser -u lsfadmin -- env -i PATH=/nonexistent LD_PRELOAD=/nonexistent/evil.so "
+                            "PYTHONPATH=/nonexistent %s/docker/lsf-docker-gpu-devices.py", LSF_ENVDIR)
+    assert out.split() == ["--device=%s" % path for path in expected]
+    seen = host.check_output("docker run --rm %s --entrypoint /bin/busybox head:5000/hpc/verify:1 ls /dev", out)
+    assert sorted(name for name in seen.split() if name.startswith("nvidia")) == sorted(
+        os.path.basename(path) for path in expected)
+
+
 def test_a_profile_that_leaks_every_gpu_fails_verification():
     """A profile of the old kind (NVIDIA_VISIBLE_DEVICES=all, no starter) is caught by the one-GPU job."""
     master = RUNNER.get_hosts("lsf_master")[0]

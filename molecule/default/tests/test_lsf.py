@@ -221,6 +221,8 @@ def test_lsf_conf_has_the_runbook_parameters(read):
     assert "LSB_GPU_NEW_SYNTAX" not in before and "LSF_GPU_AUTOCONFIG" not in before
     assert values["LSB_GPU_NEW_SYNTAX"] == "extend"
     assert values["LSF_GPU_AUTOCONFIG"] == "Y"
+    # The starter wrapper reads the job's environment, which LSF hands it only with LSB_DOCKER_PASS_ENV=Y.
+    assert "LSB_DOCKER_PASS_ENV" not in before and values["LSB_DOCKER_PASS_ENV"] == "Y"
 
 
 def test_bsub_gpu_is_refused_where_lsf_conf_leaves_the_gpu_syntax_off(host):
@@ -356,12 +358,16 @@ def test_ckconfig_then_each_needed_reload_once(stub_calls):
     # Both checks first, then the reloads: lsf.conf, lsf.shared and lsf.cluster
     # changed, so LIM is reconfigured and (IBM, for lsf.shared/lsf.cluster)
     # mbatchd restarted, which re-reads lsb.applications too: no separate
-    # "badmin reconfig". Each once; idempotence adds none.
+    # "badmin reconfig"; LSB_DOCKER_PASS_ENV was written, which sbatchd and RES
+    # read only at their start, so both restart on every host, last. Each once;
+    # idempotence adds none.
     assert calls == [
         ("lsadmin", ["ckconfig", "-v"]),
         ("badmin", ["ckconfig", "-v"]),
         ("lsadmin", ["reconfig", "-f"]),
         ("badmin", ["mbdrestart", "-f"]),
+        ("badmin", ["hrestart", "-f", "all"]),
+        ("lsadmin", ["resrestart", "-f", "all"]),
     ]
 
 

@@ -38,7 +38,15 @@ state), and "job-start" / "job-finish" entries in the log mark its start and end
   * a profile with CONTAINER runs the job in a container: through the
     EXEC_DRIVER's starter[] when the profile names one (the starter execs
     LSF_SERVERDIR/docker-starter.py, which this stub provides), and the job's
-    environment goes into the container, as LSF's Docker driver does.
+    environment goes into the container, as LSF's Docker driver does;
+  * the EXEC_DRIVER scripts get the job submission user's environment only where lsf.conf
+    sets LSB_DOCKER_PASS_ENV=Y, as IBM documents ("By default ... they do not inherit the
+    job submission user's environment"). Without it the starter gets the stub's less kind
+    reading: none of the job's variables (not even LSF's GPU allocation), only PATH, the
+    user's names, LSF's directories and LSB_JOBID; what the starter passes on is what
+    the container gets.
+"badmin hrestart -f all" and "lsadmin resrestart -f all" print LSF's per-host lines;
+/etc/lsf-stub/fail-badmin-hrestart (or fail-lsadmin-resrestart) makes them fail with its text.
 """
 
 import datetime
@@ -64,6 +72,10 @@ HOST_ONLY_ENV = frozenset(("PATH", "HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "T
                            "LS_COLORS", "DISPLAY", "XDG_RUNTIME_DIR", "XDG_SESSION_ID", "SUDO_COMMAND",
                            "SUDO_USER", "SUDO_UID", "SUDO_GID"))
 DOCKER_RUN_ENV = "LSF_STUB_DOCKER_RUN"
+# What the EXEC_DRIVER starter gets of the job's environment without LSB_DOCKER_PASS_ENV=Y (and the stub's own
+# LSF_STUB_* channels).
+DRIVER_ONLY_ENV = frozenset(("PATH", "HOME", "USER", "LOGNAME", "LANG", "LSF_ENVDIR", "LSF_SERVERDIR", "LSF_BINDIR",
+                             "LSB_JOBID"))
 IMAGE_VARIABLE = ("$LSB_CONTAINER_IMAGE", "${LSB_CONTAINER_IMAGE}")
 # Set for the background process that runs a batch job: the job's id and how to run it.
 JOB_RUNNER_ENV = "LSF_STUB_BATCH_JOB"
@@ -472,7 +484,9 @@ def cmd_lsadmin(argv, conf):
         for name in names:
             emit("Restart LIM on <%s> ...... done" % name)
         return 0
-    if sub in ("limstartup", "resstartup", "limshutdown", "resrestart"):
+    if sub == "resrestart":
+        return host_restart("lsadmin", sub, "RES", conf)
+    if sub in ("limstartup", "resstartup", "limshutdown"):
         return 0
     emit("lsadmin: unknown command %s" % sub, file=sys.stderr)
     return 1
@@ -490,10 +504,31 @@ def cmd_badmin(argv, conf):
         return 0
     if sub in ("hclose", "hopen"):
         return host_control(sub, argv[1:], conf)
-    if sub in ("hstartup", "hshutdown", "hrestart"):
+    if sub == "hrestart":
+        return host_restart("badmin", sub, "slave batch daemon", conf)
+    if sub in ("hstartup", "hshutdown"):
         return 0
     emit("badmin: unknown command %s" % sub, file=sys.stderr)
     return 1
+
+
+def host_restart(tool, sub, daemon, conf):
+    """badmin hrestart / lsadmin resrestart [-f] all: one line per host of the cluster file, as LSF prints them."""
+    forced = switch_text("fail-%s-%s" % (tool, sub))
+    if forced:
+        emit(forced, file=sys.stderr)
+        return 255
+    for row in host_rows(conf):
+        emit("Restart %s on <%s> ...... done" % (daemon, row["hostname"]))
+    return 0
+
+
+def driver_env(conf, env):
+    """The environment LSF starts an EXEC_DRIVER script with: the job's only with LSB_DOCKER_PASS_ENV=Y."""
+    if conf.get("LSB_DOCKER_PASS_ENV", "N").strip().strip('"').lower() == "y":
+        return dict(env)
+    return dict((name, value) for name, value in env.items()
+                if name in DRIVER_ONLY_ENV or name.startswith("LSF_STUB_"))
 
 
 def host_control(sub, args, conf):
@@ -788,7 +823,7 @@ def cmd_bsub(argv, conf):
             # LSF runs the EXEC_DRIVER starter with the job's environment; it ends in
             # LSF_SERVERDIR/docker-starter.py, which starts the container.
             env[DOCKER_RUN_ENV] = json.dumps(run)
-            status = subprocess.call([starter], env=env)
+            status = subprocess.call([starter], env=driver_env(conf, env))
         else:
             status = subprocess.call(run, env=env)
         return status
@@ -825,7 +860,7 @@ def run_batch_job(conf):
         sys.stdout.flush()
         if starter:
             env[DOCKER_RUN_ENV] = json.dumps(run)
-            status = subprocess.call([starter], env=env)
+            status = subprocess.call([starter], env=driver_env(conf, env))
         else:
             status = subprocess.call(run, env=env)
     finally:

@@ -37,6 +37,11 @@ def test_the_report_holds_the_command_status_and_lsf_s_words():
     ({"batch": True}, [["badmin", "reconfig", "-f"]]),
     # mbdrestart re-reads lsb.* as well: no badmin reconfig beside it
     ({"lim": True, "mbdrestart": True, "batch": True}, [["lsadmin", "reconfig", "-f"], ["badmin", "mbdrestart", "-f"]]),
+    # sbatchd and RES restart last, after LSF has the new configuration
+    ({"lim": True, "batch": True, "hosts_restart": True},
+     [["lsadmin", "reconfig", "-f"], ["badmin", "reconfig", "-f"], ["badmin", "hrestart", "-f", "all"],
+      ["lsadmin", "resrestart", "-f", "all"]]),
+    ({"hosts_restart": True}, [["badmin", "hrestart", "-f", "all"], ["lsadmin", "resrestart", "-f", "all"]]),
 ])
 def test_reloads_in_order(asked, expected):
     assert _lsf_admin.reloads(**asked) == expected

@@ -112,3 +112,18 @@ def test_commands_are_found_in_bindir_before_path(lsf, capsys, monkeypatch):
     res = run(lsf, capsys, path=str(elsewhere), lim=True)
     assert res.get("failed") is not True, res
     assert calls(lsf)[:3] == ["lsadmin ckconfig -v", "badmin ckconfig -v", "lsadmin reconfig -f"]
+
+
+def test_hosts_restart_restarts_sbatchd_and_res_everywhere_after_the_reloads(lsf, capsys):
+    res = run(lsf, capsys, lim=True, hosts_restart=True)
+    assert res.get("failed") is not True, res
+    assert res["reloads"] == ["lsadmin reconfig -f", "badmin hrestart -f all", "lsadmin resrestart -f all"]
+    assert calls(lsf)[2:] == res["reloads"]
+
+
+def test_a_failed_host_restart_fails_the_task_by_command(lsf, capsys):
+    (lsf / "switch").mkdir()
+    (lsf / "switch" / "fail-badmin-hrestart").write_text("hostB: Host control failed\n")
+    res = run(lsf, capsys, hosts_restart=True)
+    assert res["failed"] is True and res["msg"].startswith("badmin hrestart -f all failed (rc=")
+    assert calls(lsf)[-1] == "badmin hrestart -f all"

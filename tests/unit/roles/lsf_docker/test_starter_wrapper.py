@@ -49,6 +49,7 @@ def render(serverdir, **overrides):
         "lsf_docker_client": "/usr/bin/docker",
         "lsf_docker_starter_search_path": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "__lsf_docker_gpu_enforced": False,
+        "__lsf_docker_gpu_mode": "runtime",
     }
     variables.update(overrides)
     return env.from_string((ROLE / "templates" / "lsf-docker-starter.py.j2").read_text()).render(**variables)
