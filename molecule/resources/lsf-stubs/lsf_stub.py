@@ -34,7 +34,9 @@ state), and "job-start" / "job-finish" entries in the log mark its start and end
   * -gpu "num=N" allocates N free GPUs of this host (the host's GPUs are the
     test bed's stand-in NVML values, /etc/nvidia-standin/nvml.conf; busy ones
     are recorded under the state directory while a job runs) and exports
-    CUDA_VISIBLE_DEVICES with their indices, as LSF does for GPU jobs;
+    CUDA_VISIBLE_DEVICES with their indices, as LSF does for GPU jobs; with GPU enforcement
+    (LSB_RESOURCE_ENFORCE naming gpu) renumbered from 0, the host's indices in
+    CUDA_VISIBLE_DEVICES_ORIG (the cgroup itself is not modelled);
   * a profile with CONTAINER runs the job in a container: through the
     EXEC_DRIVER's starter[] when the profile names one (the starter execs
     LSF_SERVERDIR/docker-starter.py, which this stub provides), and the job's
@@ -787,6 +789,10 @@ def cmd_bsub(argv, conf):
     if "-gpu" in options:
         gpus = allocate_gpus(job, gpu_request(options["-gpu"]))
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(index) for index in gpus)
+        if "gpu" in conf.get("LSB_RESOURCE_ENFORCE", "").lower().split():
+            # LSF's GPU enforcement: the job's cgroup holds only its GPUs, which it sees numbered from 0.
+            env["CUDA_VISIBLE_DEVICES_ORIG"] = env["CUDA_VISIBLE_DEVICES"]
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(index) for index in range(len(gpus)))
         env["LSB_EFFECTIVE_RSRCREQ"] = "select[(ngpus>0) && (type == local)] order[r15s:pg] rusage[ngpus_physical=%d.00]" % len(gpus)
     run = command
     app_name = options.get("-app")

@@ -62,3 +62,21 @@ def test_the_long_running_job_ended_by_itself(host):
     batch = [line.split() for line in out.stdout.splitlines()[1:] if "/srv/rolling/job.sh" in line]
     assert batch and all(row[2] == "DONE" for row in batch), out.stdout
     assert "rolling-job-finished" in host.file("/tmp/rolling-job.out").content_string
+
+
+def test_gpu_scheduling_true_enforces_gpus_and_a_job_gets_the_gpus_lsf_allocated(host):
+    """lsf_docker_gpu_scheduling: true (this scenario) wrote LSF's GPU set, enforcement included; a two-GPU job
+    then reaches the starter with LSF's renumbered CUDA_VISIBLE_DEVICES and the host's numbers in
+    CUDA_VISIBLE_DEVICES_ORIG, and its container gets exactly those GPUs."""
+    if lsf_name(host) != "gpu01":
+        return
+    conf = dict(line.split("=", 1) for line in host.file("/usr/share/lsf/conf/lsf.conf").content_string.splitlines()
+                if "=" in line and not line.lstrip().startswith("#"))
+    assert conf["LSB_RESOURCE_ENFORCE"].strip('"').split() == ["cpu", "memory", "gpu"]
+    assert conf["LSB_GPU_NEW_SYNTAX"] == "extend" and conf["LSF_GPU_AUTOCONFIG"] == "Y"
+    out = host.run("runuser -u lsfadmin -- bash -lc %s", "bsub -gpu num=2 -app powerai -I -m gpu01 /verify")
+    assert out.rc == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    seen = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line and line[:1].isalpha())
+    assert seen.get("nvidia_visible_devices") == "0,1", out.stdout[-2000:]
+    assert seen.get("cuda_visible_devices") == "0,1", out.stdout[-2000:]
+    assert out.stdout.count("<uuid>GPU-") == 2, out.stdout[-3000:]
