@@ -158,11 +158,34 @@ def test_cdi_spec_written(host):
     assert "kind: nvidia.com/gpu" in spec.content_string
 
 
+# What prepare.yml installed on each GPU node before converge (stand-in packages; the two conflict).
+LEGACY_PACKAGES = {"gpu01": "nvidia-docker", "gpu02": "nvidia-docker2"}
+
+
 def test_legacy_nvidia_docker_plugin_removed(host):
     if not _runtime_expected(host):
         pytest.skip("no NVIDIA runtime on this node")
     assert not host.file("/etc/docker/plugins/nvidia-docker.spec").exists
-    assert not host.package("nvidia-docker2").is_installed
+    for name in ("nvidia-docker", "nvidia-docker2"):
+        assert not host.package(name).is_installed, name
+    assert not host.file("/usr/bin/nvidia-docker").exists
+
+
+def test_the_legacy_runtime_the_node_had_was_stopped_and_removed(host):
+    """prepare.yml installed nvidia-docker 1.0 (its plugin service running) on gpu01 and nvidia-docker2 on gpu02;
+    dpkg's log shows both the install and the role's removal, and the plugin service is gone."""
+    name = host.check_output("hostname -s")
+    if name not in LEGACY_PACKAGES:
+        pytest.skip("prepare installed no legacy runtime here")
+    package = LEGACY_PACKAGES[name]
+    log = host.file("/var/log/dpkg.log").content_string.splitlines()
+    installed = [i for i, line in enumerate(log) if " status installed %s:all " % package in line]
+    removed = [i for i, line in enumerate(log) if " remove %s:all " % package in line]
+    assert installed and removed and removed[-1] > installed[0], "dpkg.log: installed %s, removed %s" % (
+        installed, removed)
+    if package == "nvidia-docker":
+        assert host.run("systemctl is-active nvidia-docker.service").stdout.strip() != "active"
+        assert host.run("pgrep -f /usr/bin/nvidia-docker-plugin").rc != 0
 
 
 # --- reruns from the controller (molecule only) -------------------------------

@@ -12,6 +12,9 @@
 #                             files, NVML stand-in, nvidia-smi), then execs runc
 #   nvidia-ctk                --version and `cdi generate` only
 #   nvidia-container-cli      --version only
+# and, at their own versions, the legacy runtimes the role removes (the test bed
+# installs them before converge): nvidia-docker 1.0 (a wrapper, and a plugin
+# service that stays up) and nvidia-docker2 (the wrapper).
 # The GPUs themselves (the driver's side of the boundary: libnvidia-ml.so.1,
 # nvidia-smi, /dev/nvidia*) are not packaged: nvml/ and install-node.sh put them
 # on the GPU nodes, as a driver installation would (README.md).
@@ -35,10 +38,12 @@ out="$(cd "$out" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-# package NAME DEPENDS SUMMARY FILE:DEST...
+# [PKG_UPSTREAM=...] package NAME DEPENDS SUMMARY FILE:DEST...   (the toolkit's version unless PKG_UPSTREAM)
 package() {
     local name="$1" depends="$2" summary="$3"
     shift 3
+    local upstream="${PKG_UPSTREAM:-$upstream}"
+    local version="${upstream}-0standin1"
     local root="$work/$name"
     mkdir -p "$root/DEBIAN" "$root/usr/share/doc/$name"
     {
@@ -61,6 +66,7 @@ package() {
         src="${spec%%:*}"
         dest="${spec#*:}"
         install -D -m 0755 "$here/files/$src" "$root$dest"
+        case "$dest" in *.service) chmod 0644 "$root$dest" ;; esac
         sed -i "s/@VERSION@/${upstream}/g" "$root$dest"
     done
     find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
@@ -76,6 +82,11 @@ package nvidia-container-toolkit-base "python3" \
 package nvidia-container-toolkit \
     "nvidia-container-toolkit-base (= $version), libnvidia-container-tools (= $version)" \
     "NVIDIA container toolkit (meta package)"
+PKG_UPSTREAM=1.0.1 package nvidia-docker "" "legacy NVIDIA Docker wrapper and volume plugin (nvidia-docker 1.0)" \
+    nvidia-docker:/usr/bin/nvidia-docker nvidia-docker-plugin:/usr/bin/nvidia-docker-plugin \
+    nvidia-docker.service:/lib/systemd/system/nvidia-docker.service
+PKG_UPSTREAM=2.14.0 package nvidia-docker2 "" "legacy NVIDIA Docker wrapper (nvidia-docker2)" \
+    nvidia-docker:/usr/bin/nvidia-docker
 
 cd "$out"
 if command -v dpkg-scanpackages >/dev/null 2>&1; then
