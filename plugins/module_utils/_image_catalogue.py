@@ -637,6 +637,31 @@ def lsf_resources(node_platform):
     return resources
 
 
+# ---------------------------------------------------------------- Slurm
+
+# The node features :func:`slurm_features` writes; a site's own features (kept) never look like these.
+SLURM_FEATURES_OWNED = r"\A(?:x86_64|ppc64le|aarch64|x86-64-v[1-4]|POWER[0-9]+|cuda[0-9]+\.[0-9]+|nvidia[0-9]+|sm_[0-9]+)\Z"
+
+
+def slurm_features(node_platform):
+    """The node as Slurm node features (``Features`` in slurm.conf), in the words of :func:`index_features`: its
+    architecture, CPU level (``x86-64-v3``, ``POWER9``), ``cuda12.2`` (the newest CUDA its driver supports),
+    ``nvidia535`` (the driver branch) and ``sm_80`` for each compute capability of its GPUs."""
+    node = check_platform(node_platform)
+    features = [node["architecture"]]
+    if node["cpu_level"]:
+        features.append(node["cpu_level"])
+    if node["cuda"]:
+        features.append("cuda%d.%d" % (_version(node["cuda"]) + (0,))[:2])
+    if node["driver"]:
+        features.append("nvidia%d" % _version(node["driver"])[0])
+    for capability in node["compute_capabilities"]:
+        word = "sm_%d%d" % _cc(capability)
+        if word not in features:
+            features.append(word)
+    return features
+
+
 # ---------------------------------------------------------------- registry index
 
 

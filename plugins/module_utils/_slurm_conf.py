@@ -414,6 +414,13 @@ def merge_gres(current, wanted):
     return ",".join(merged) if merged else None
 
 
+def merge_features(current, wanted, owned):
+    """The node's Features with the words ``owned`` (a compiled pattern) matches replaced by ``wanted``'s: a site's
+    own features are kept, in their order, then the wanted ones."""
+    kept = [word for word in (current or "").split(",") if word and not owned.match(word)]
+    return ",".join(kept + [word for word in (wanted or "").split(",") if word and word not in kept])
+
+
 def _same_gres(a, b):
     return sorted(item for _n, item in _gres_items(a)) == sorted(item for _n, item in _gres_items(b))
 
@@ -619,9 +626,13 @@ def record_attributes(text, kind, name):
     return dict((key, value) for key, value, _src in attrs.values())
 
 
-def _wanted_value(lkey, key, value, effective):
+def _wanted_value(lkey, key, value, effective, owned_features=None):
     """The value to write, or None when the record already reads as wanted."""
     have = effective.get(lkey)
+    if lkey == "features" and owned_features is not None:
+        current = have[1] if have else ""
+        merged = merge_features(current, value, owned_features)
+        return None if _same_set(current, merged) else merged
     if lkey == "gres":
         current = have[1] if have else None
         merged = merge_gres(current, value)
@@ -635,10 +646,11 @@ def _wanted_value(lkey, key, value, effective):
     return value
 
 
-def set_records(text, kind, records, create_missing=False):
+def set_records(text, kind, records, create_missing=False, owned_features=None):
     """Set attributes of NodeName (or PartitionName) records: ``{name: {key: value or None}}``.
 
-    ``Gres`` values replace only the GRES names they give (see :func:`merge_gres`).
+    ``Gres`` values replace only the GRES names they give (see :func:`merge_gres`); with ``owned_features`` (a
+    regular expression), ``Features`` values replace only the features it matches (see :func:`merge_features`).
     A record line that names several nodes of which only some change is split:
     the unchanged nodes keep the line, the others get lines of their own after
     it, with the same attributes.  A node no line names fails unless
@@ -646,6 +658,7 @@ def set_records(text, kind, records, create_missing=False):
     last line of that kind).  Returns ``(text, changed_names, warnings)``.
     """
     doc = parse(text)
+    owned = re.compile(owned_features) if owned_features else None
     kind_key = {"nodename": "NodeName", "partitionname": "PartitionName"}.get(kind.lower())
     if kind_key is None:
         raise ValueError("records of kind %s cannot be edited" % kind)
@@ -689,7 +702,7 @@ def set_records(text, kind, records, create_missing=False):
                                          % (kind_key, name, key, src.lineno))
                     todo[lkey] = (key, None)
                 continue
-            new_value = _wanted_value(lkey, key, value, effective)
+            new_value = _wanted_value(lkey, key, value, effective, owned)
             if new_value is not None:
                 todo[lkey] = (key, new_value)
         if todo:

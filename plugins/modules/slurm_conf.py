@@ -80,6 +80,15 @@ options:
         else to C(slurm.conf)). When false, such a name fails the task.
     type: bool
     default: false
+  owned_features:
+    description:
+      - A regular expression for the node features the task owns. With it, a C(Features) value of O(nodes) replaces
+        only the features of the node's line that match it, and the node keeps its other features (the site's own)
+        in their order; the same features in another order are no change. Without it, C(Features) is set whole.
+      - The P(hpc.gpu_containers.slurm_platform_features#filter) filter returns the pattern of the features it
+        writes.
+    type: str
+    version_added: 0.3.0
   nodes_path:
     description:
       - The file that holds the site's C(NodeName) and C(PartitionName) lines when C(slurm.conf) includes them from
@@ -178,6 +187,7 @@ backup_files:
 
 import glob
 import os
+import re
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
@@ -314,8 +324,8 @@ def route_records(path, records, nodes_path, create_missing):
     return routes
 
 
-def edit_records(text, records, create_missing):
-    text, changed_nodes, warnings = set_records(text, "NodeName", records["NodeName"], create_missing)
+def edit_records(text, records, create_missing, owned_features=None):
+    text, changed_nodes, warnings = set_records(text, "NodeName", records["NodeName"], create_missing, owned_features)
     text, changed_partitions, more = set_records(text, "PartitionName", records["PartitionName"], create_missing)
     return text, changed_nodes, changed_partitions, warnings + more
 
@@ -331,12 +341,19 @@ def main():
             partitions=dict(type="dict", default={}),
             create_missing=dict(type="bool", default=False),
             nodes_path=dict(type="path"),
+            owned_features=dict(type="str"),
             **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
     )
     path = module.params["path"]
     create_missing = module.params["create_missing"]
+    owned = module.params["owned_features"]
+    try:
+        if owned:
+            re.compile(owned)
+    except re.error as err:
+        module.fail_json(msg="owned_features: %r is not a regular expression: %s" % (owned, err), path=path)
     try:
         settings = {}
         for name, value in module.params["settings"].items():
@@ -358,7 +375,7 @@ def main():
                 if name == path:
                     text = set_parameters(text, settings, list_keys=module.params["list_keys"],
                                           keep_existing=module.params["keep_existing"])[0]
-                edit_records(text, routed, create_missing)
+                edit_records(text, routed, create_missing, owned)
     except FileEditError as err:
         module.fail_json(msg=str(err), path=path)
 
@@ -367,7 +384,7 @@ def main():
     def compute_records(name, routed):
         def compute(text):
             with model_errors(name, SlurmSyntaxError):
-                text, changed_nodes, changed_partitions, warnings = edit_records(text, routed, create_missing)
+                text, changed_nodes, changed_partitions, warnings = edit_records(text, routed, create_missing, owned)
             outcome["changed_nodes"] += changed_nodes
             outcome["changed_partitions"] += changed_partitions
             return text, warnings
@@ -377,7 +394,7 @@ def main():
         with model_errors(path, SlurmSyntaxError):
             text, changed_keys, warnings = set_parameters(text, settings, list_keys=module.params["list_keys"],
                                                           keep_existing=module.params["keep_existing"])
-            text, changed_nodes, changed_partitions, more = edit_records(text, routes[path], create_missing)
+            text, changed_nodes, changed_partitions, more = edit_records(text, routes[path], create_missing, owned)
             warnings += more
             effective = dict((k.lower(), v) for k, v in parameters(text).items())
         outcome["changed_nodes"] += changed_nodes

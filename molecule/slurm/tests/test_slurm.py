@@ -89,8 +89,14 @@ def test_configuration_files(host):
     lines = conf.splitlines()
     # The site's lines are all there, byte for byte, in their order; the node line is split in two.
     assert [line for line in lines if line in site_lines] == site_lines
-    assert "NodeName=slurm-n1 CPUs=2 RealMemory=1000 State=UNKNOWN Gres=gpu:tesla_v100-sxm2-16gb:2   # two GPU nodes" in lines
-    assert "NodeName=slurm-n2 CPUs=2 RealMemory=1000 State=UNKNOWN Gres=gpu:nvidia_a100-sxm4-40gb:4" in lines
+    # Each node's GPUs (Gres) and platform (Features: architecture, CPU level, CUDA, driver branch, compute
+    # capability, from the recorded V100 and A100 nodes) on its own line.
+    n1 = r"NodeName=slurm-n1 CPUs=2 RealMemory=1000 State=UNKNOWN Gres=gpu:tesla_v100-sxm2-16gb:2 " \
+         r"Features=x86_64,(x86-64-v[1-4],)?cuda11\.4,nvidia470,sm_70   # two GPU nodes"
+    n2 = r"NodeName=slurm-n2 CPUs=2 RealMemory=1000 State=UNKNOWN Gres=gpu:nvidia_a100-sxm4-40gb:4 " \
+         r"Features=x86_64,(x86-64-v[1-4],)?cuda12\.2,nvidia535,sm_80"
+    assert [line for line in lines if re.fullmatch(n1, line)] and [line for line in lines if re.fullmatch(n2, line)], \
+        [line for line in lines if line.startswith("NodeName=")]
     assert "GresTypes=gpu" in lines and "Epilog=/etc/slurm/epilog.d/*" in lines
 
 
@@ -99,6 +105,19 @@ def test_slurm_sees_the_gpus(host):
     assert re.search(r"NodeName=slurm-n1 .*Gres=gpu:tesla_v100-sxm2-16gb:2 ", shown)
     assert re.search(r"NodeName=slurm-n2 .*Gres=gpu:nvidia_a100-sxm4-40gb:4 ", shown)
     assert "DRAIN" not in shown
+
+
+def test_slurm_knows_each_nodes_platform_and_jobs_pick_nodes_by_it(host):
+    """slurm_docker_platform_features (the default): sinfo lists each node's platform features, and a job's
+    constraint in those words lands on the node that has them."""
+    features = dict(line.split(None, 1) for line in host.check_output("sinfo -N -h -o '%N %f'").splitlines())
+    assert re.fullmatch(r"x86_64,(x86-64-v[1-4],)?cuda11\.4,nvidia470,sm_70", features["slurm-n1"]), features
+    assert re.fullmatch(r"x86_64,(x86-64-v[1-4],)?cuda12\.2,nvidia535,sm_80", features["slurm-n2"]), features
+    for constraint, expected in (("sm_80", "slurm-n2"), ("sm_70&cuda11.4", "slurm-n1"), ("x86_64&nvidia535", "slurm-n2")):
+        result = as_user(host, "srun --nodes=1 --constraint='%s' hostname -s" % constraint)
+        assert result.rc == 0 and result.stdout.strip() == expected, (constraint, result.stdout, result.stderr)
+    refused = as_user(host, "srun --nodes=1 --constraint=sm_90 --immediate=5 hostname -s")
+    assert refused.rc != 0 and "slurm-n" not in refused.stdout
 
 
 def test_docker_group_on_the_controller(host):

@@ -37,7 +37,8 @@ SLURM_CONF = ("ClusterName=dgx\nSlurmctldHost=master\nGresTypes=gpu\n"
 GRES_TASK = role_task("slurm_docker", "main.yml", "Describe the compute nodes' GPUs in gres.conf")
 INCLUDE_TASK = role_task("slurm_docker", "main.yml",
                          "Describe each compute node's GPUs in its own gres.conf (slurm_docker_gres_per_node)")
-SLURM_CONF_TASK = role_task("slurm_docker", "main.yml", "Set GresTypes, the nodes' Gres and the epilog in slurm.conf")
+SLURM_CONF_TASK = role_task("slurm_docker", "main.yml",
+                            "Set GresTypes, the nodes' Gres and platform features and the epilog in slurm.conf")
 PLAN_TASK = role_task("slurm_docker", "main.yml", "Work out which reloads the changes need")
 # The role's handlers reload Slurm: here a stand-in listens on their topic.
 HANDLER = {"name": "configuration changed", "ansible.builtin.debug": {"msg": "reload"},
@@ -64,14 +65,17 @@ def setup(tmp_path, dgx2_gres=PER_NODE_GRES):
     return dirs, path
 
 
-def plays(per_node, values_file, typed=True):
+def plays(per_node, values_file, typed=True, features=False):
     variables = role_defaults("slurm_docker")
     variables.update(slurm_docker_gres_per_node=per_node, slurm_docker_gres_typed=typed, slurm_docker_backup=False,
                      slurm_docker_epilog="", slurm_docker_force_reload=False,
-                     values_file=str(values_file))
+                     slurm_docker_platform_features=features, values_file=str(values_file))
     variables.pop("slurm_docker_conf_dir")  # each host's own, from the inventory
     facts = {"name": "GPU facts (recorded, as gpu_facts returns them)",
-             "ansible.builtin.set_fact": {"gpu_facts": {"present": True, "gpus": "{{ fake_gpus }}"},
+             "ansible.builtin.set_fact": {"gpu_facts": {"present": True, "gpus": "{{ fake_gpus }}",
+                                                        "driver_version": "{{ fake_driver | default('') }}",
+                                                        "cuda_driver_version": "{{ fake_cuda | default('') }}",
+                                                        "cpu": {"architecture": "x86_64", "x86_64_level": "v3"}},
                                           "cacheable": True}}
     values = {"name": "Write down the values the tests look at", "ansible.builtin.copy": {
         "dest": "{{ values_file }}", "mode": "0644", "content": "{{ {%s} | to_json }}" % ", ".join((
@@ -88,11 +92,11 @@ def plays(per_node, values_file, typed=True):
     ]
 
 
-def run(tmp_path, inventory, per_node, typed=True):
+def run(tmp_path, inventory, per_node, typed=True, features=False):
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
     values_file = workdir / "values.json"
-    ok(run_playbook(workdir, plays(per_node, values_file, typed), "-i", str(inventory)))
+    ok(run_playbook(workdir, plays(per_node, values_file, typed, features), "-i", str(inventory)))
     return json.loads(values_file.read_text())
 
 
@@ -221,3 +225,27 @@ def test_slurmd_checks_each_node_with_its_own_gres_conf(tmp_path):
     proc, calls = check(per_node=False)
     assert proc.returncode != 0 and "slurmd -G lists 0 GPU(s), the node has 8" in proc.stdout
     assert [call["gres_conf"] for call in calls] == ["# the controller's own\n"] * 2
+
+
+def test_platform_features_join_the_sites_own_and_replace_stale_ones(tmp_path):
+    """slurm_docker_platform_features: each node's platform as Features; the site's own features stay, a platform
+    feature the node no longer has goes, and a rerun changes nothing."""
+    dirs, inventory = setup(tmp_path)
+    data = yaml.safe_load(inventory.read_text())
+    nodes = data["all"]["children"]["slurm_nodes"]["hosts"]
+    nodes["dgx2"].update(fake_driver="535.129.03", fake_cuda="12.2",
+                         fake_gpus=[dict(gpu, compute_capability="8.0") for gpu in A100])
+    inventory.write_text(yaml.safe_dump(data))
+    (dirs["controller"] / "slurm.conf").write_text(SLURM_CONF.replace(
+        "NodeName=dgx2 CPUs=80 Gres=gpu:8 State=UNKNOWN", "NodeName=dgx2 CPUs=80 Gres=gpu:8 State=UNKNOWN "
+        "Features=ib,cuda11.0,bigmem"))
+    values = run(tmp_path, inventory, per_node=False, features=True)
+    slurm_conf = (dirs["controller"] / "slurm.conf").read_text()
+    assert "NodeName=dgx1 CPUs=80 Gres=gpu:tesla_v100-sxm2-32gb:8 State=UNKNOWN Features=x86_64,x86-64-v3\n" in slurm_conf
+    assert ("NodeName=dgx2 CPUs=80 Gres=gpu:nvidia_a100-sxm4-40gb:4 State=UNKNOWN "
+            "Features=ib,bigmem,x86_64,x86-64-v3,cuda12.2,nvidia535,sm_80\n") in slurm_conf
+    assert sorted(values["plan"]["nodes"]) == ["dgx1", "dgx2"]
+    before = (dirs["controller"] / "slurm.conf").read_bytes()
+    values = run(tmp_path, inventory, per_node=False, features=True)
+    assert (dirs["controller"] / "slurm.conf").read_bytes() == before
+    assert values["plan"]["restart"] is False and values["plan"]["reconfigure"] is False
