@@ -215,7 +215,9 @@ def test_the_gpu_device_options_script_passes_each_nodes_own_gpus(node):
     out = host.check_output("runuser -u lsfadmin -- env -i PATH=/nonexistent LD_PRELOAD=/nonexistent/evil.so "
                             "PYTHONPATH=/nonexistent %s/docker/lsf-docker-gpu-devices.py", LSF_ENVDIR)
     assert out.split() == ["--device=%s" % path for path in expected]
-    seen = host.check_output("docker run --rm %s --entrypoint /bin/busybox head:5000/hpc/verify:1 ls /dev", out)
+    # the options as LSF adds them: split at blanks (testinfra would quote them as one argument)
+    seen = host.check_output("docker run --rm " + " ".join(out.split()) +
+                             " --entrypoint /bin/busybox head:5000/hpc/verify:1 ls /dev")
     assert sorted(name for name in seen.split() if name.startswith("nvidia")) == sorted(
         os.path.basename(path) for path in expected)
 
