@@ -141,7 +141,7 @@ def test_drained_closes_with_the_owners_comment(cluster, capsys):
 
 
 def test_drained_waits_until_the_hosts_jobs_have_ended(cluster, capsys):
-    job = cluster.submit("sh", "-c", "sleep 3; echo done")
+    job = cluster.submit("sh", "-c", "sleep 8; echo done")  # long enough for two polls on a busy machine
     cluster.wait_for(job, "RUN")
     began = time.monotonic()
     res = run(cluster, capsys, state="drained", reason="engine upgrade", timeout=30, poll=1)

@@ -36,26 +36,29 @@ def drain_play(lsf, timeout, on_timeout="fail"):
     }]
 
 
+# The jobs run long enough that the drain still finds them on a machine busy with other tests (ansible-playbook's
+# start alone can take many seconds there).
 def test_each_poll_prints_the_host_the_jobs_left_and_the_time_waited(cluster, tmp_path):  # noqa: F811
-    job = cluster.submit("sh", "-c", "sleep 20; echo done")
+    job = cluster.submit("sh", "-c", "sleep 40; echo done")
     cluster.wait_for(job, "RUN")
-    proc = run_playbook(tmp_path, drain_play(cluster, 60), env=PROGRESS)
+    proc = run_playbook(tmp_path, drain_play(cluster, 120), env=PROGRESS)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     lines = re.findall(r"^PROGRESS \[localhost\] Wait until this host's jobs have ended - (.*)$", proc.stdout, re.M)
     assert lines, proc.stdout[-4000:]
     for line in lines:
-        assert re.fullmatch(r"%s: 1 job\(s\) left \(%d\); waited 0m\d\ds of 1m00s \(\d+ check\(s\) left\)"
+        assert re.fullmatch(r"%s: 1 job\(s\) left \(%d\); waited \dm\d\ds of 2m00s \(\d+ check\(s\) left\)"
                             % (re.escape(HOST), job), line), line
-    waited = [int(re.search(r"waited 0m(\d\d)s", line).group(1)) for line in lines]
+    waited = [60 * int(minutes) + int(seconds) for minutes, seconds in
+              (re.search(r"waited (\d)m(\d\d)s", line).groups() for line in lines)]
     assert waited == sorted(waited) and waited[0] >= 1  # counted from the close, across the calls
     assert cluster.job(job)["stat"] == "DONE"
     assert [c["argv"][0] for c in cluster.calls("badmin")] == ["hclose"]  # closed once
 
 
 def test_without_the_callback_no_progress_line(cluster, tmp_path):  # noqa: F811
-    job = cluster.submit("sh", "-c", "sleep 20; echo done")
+    job = cluster.submit("sh", "-c", "sleep 40; echo done")
     cluster.wait_for(job, "RUN")
-    proc = run_playbook(tmp_path, drain_play(cluster, 60))
+    proc = run_playbook(tmp_path, drain_play(cluster, 120))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "PROGRESS [" not in proc.stdout and "FAILED - RETRYING" in proc.stdout
 
