@@ -443,7 +443,9 @@ class _Editor:
         index_b, col_b = line.locate(end)
         if index != index_b:
             raise SlurmSyntaxError("a key=value pair split over a continued line cannot be edited", line.lineno)
-        self.touched.setdefault(index, []).append((col_a, col_b, replacement))
+        # the edit's number keeps several insertions at one place in the order they were made
+        edits = self.touched.setdefault(index, [])
+        edits.append((col_a, col_b, len(edits), replacement))
 
     def insert_after(self, index, text):
         self.after.setdefault(index, []).append(text)
@@ -455,7 +457,7 @@ class _Editor:
         for i, line in enumerate(self.lines):
             if i in self.touched:
                 body, eol = split_eol(line)
-                for col_a, col_b, replacement in sorted(self.touched[i], reverse=True):
+                for col_a, col_b, _number, replacement in sorted(self.touched[i], reverse=True):
                     body = body[:col_a] + replacement + body[col_b:]
                 line = body + eol
             if i not in self.removed:

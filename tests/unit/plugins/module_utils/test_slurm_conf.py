@@ -327,3 +327,15 @@ def test_gpus_in_slurm_order_by_type_then_minor():
     assert gpu_gres([])[1] == "gpu:0"
     with pytest.raises(ValueError, match="minor"):
         gpu_gres([{"name": "x", "uuid": "u"}])
+
+
+def test_attributes_added_to_one_line_keep_their_order():
+    """Several new attributes go to the end of the line (before its comment) in the order given, on the line that
+    stays and on the line split off it alike."""
+    site = "NodeName=n[1-2] CPUs=2 State=UNKNOWN   # two GPU nodes\n"
+    wanted = {"n1": {"Gres": "gpu:2", "Features": "x86_64", "Weight": "10"},
+              "n2": {"Gres": "gpu:4", "Features": "x86_64", "Weight": "10"}}
+    text, changed, _warnings = set_records(site, "NodeName", wanted)
+    assert text.splitlines() == ["NodeName=n1 CPUs=2 State=UNKNOWN Gres=gpu:2 Features=x86_64 Weight=10   # two GPU nodes",
+                                 "NodeName=n2 CPUs=2 State=UNKNOWN Gres=gpu:4 Features=x86_64 Weight=10"]
+    assert sorted(changed) == ["n1", "n2"]

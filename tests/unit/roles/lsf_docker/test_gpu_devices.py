@@ -19,8 +19,9 @@ import sys
 import jinja2
 import pytest
 
-from ansible_collections.hpc.gpu_containers.tests.unit.roles.lsf_docker.test_starter_wrapper import (
-    wrapper,  # noqa: F401 pylint: disable=unused-import  (the fixture)
+# the starter tests' fixture, used below
+from ansible_collections.hpc.gpu_containers.tests.unit.roles.lsf_docker.test_starter_wrapper import (  # noqa: F401 pylint: disable=unused-import
+    wrapper,
 )
 from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import (
     ROLES,
