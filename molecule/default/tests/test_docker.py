@@ -185,7 +185,8 @@ def test_the_legacy_runtime_the_node_had_was_stopped_and_removed(host):
         installed, removed)
     if package == "nvidia-docker":
         assert host.run("systemctl is-active nvidia-docker.service").stdout.strip() != "active"
-        assert host.run("pgrep -f /usr/bin/nvidia-docker-plugin").rc != 0
+        # (the bracket keeps pgrep from finding the shell that runs it)
+        assert host.run("pgrep -f '[/]usr/bin/nvidia-docker-plugin'").rc != 0
 
 
 # --- reruns from the controller (molecule only) -------------------------------
