@@ -28,12 +28,19 @@ import textwrap
 
 import pytest
 import testinfra.utils.ansible_runner
+import yaml
 from conftest import ansible_tool
 
 INVENTORY = os.environ.get("MOLECULE_INVENTORY_FILE")
 TEST_IMAGE = "hpc-test/echo:1"
 DAEMON_JSON = "/etc/docker/daemon.json"
 RUNTIME_LOG = "/run/nvidia-standin/runtime.log"
+CDI_SPEC = "/etc/cdi/nvidia.yaml"
+# Where NVIDIA's nvidia-cdi-refresh.service (toolkit 1.18+) writes unless told otherwise, and the role's drop-in.
+REFRESH_SPEC = "/var/run/cdi/nvidia.yaml"
+REFRESH_DROPIN = "/etc/systemd/system/nvidia-cdi-refresh.service.d/hpc-gpu-containers.conf"
+ROLE_VARS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "nvidia_container_runtime", "vars",
+                         "main.yml")
 
 
 def _host_vars(host):
@@ -124,7 +131,7 @@ def test_container_starts_with_runtime_nvidia(host):
 def test_toolkit_packages_at_one_version(host):
     if not _runtime_expected(host):
         pytest.skip("no NVIDIA runtime on this node")
-    wanted = str(_host_vars(host).get("nvidia_container_runtime_version", "1.17.9"))
+    wanted = str(_host_vars(host).get("nvidia_container_runtime_version") or _default_toolkit(host))
     versions = {
         name: host.package(name).version
         for name in (
@@ -149,13 +156,44 @@ def test_daemon_json_merged_not_overwritten(host):
     assert config["labels"] == ["site=test"]
 
 
+def _default_toolkit(host):
+    """The role's default toolkit version for the node's architecture (vars/main.yml)."""
+    with open(ROLE_VARS, encoding="utf-8") as handle:
+        versions = yaml.safe_load(handle)["__nvidia_container_runtime_default_versions"]
+    return str(versions[host.system_info.arch])
+
+
 def test_cdi_spec_written(host):
     if not _runtime_expected(host):
         pytest.skip("no NVIDIA runtime on this node")
-    spec = host.file("/etc/cdi/nvidia.yaml")
+    spec = host.file(CDI_SPEC)
     assert spec.exists
     assert spec.mode == 0o644
     assert "kind: nvidia.com/gpu" in spec.content_string
+
+
+def test_nvidias_cdi_refresh_writes_the_one_spec(host):
+    """The scenario runs the x86_64 default, the 1.18 line, whose package enables NVIDIA's nvidia-cdi-refresh
+    and runs it at install: it wrote /var/run/cdi/nvidia.yaml, which would shadow the role's spec. The role pointed
+    the refresh at its own spec (a drop-in) and removed that copy: run again, as at boot or on a driver change, the
+    refresh rewrites the role's spec, with the same bytes, and makes no second one."""
+    if not _runtime_expected(host):
+        pytest.skip("no NVIDIA runtime on this node")
+    assert host.package("nvidia-container-toolkit-base").version.startswith("1.18."), "not the 1.18 line"
+    # the stand-in package's postinst ran the refresh at install, as NVIDIA's does
+    assert "Regenerating NVIDIA CDI specification" in host.file("/var/log/apt/term.log").content_string
+    assert host.service("nvidia-cdi-refresh.path").is_enabled
+    assert host.service("nvidia-cdi-refresh.service").is_enabled
+    assert host.file(REFRESH_DROPIN).contains("^Environment=NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=%s$" % CDI_SPEC)
+    assert not host.file(REFRESH_SPEC).exists
+    before = host.file(CDI_SPEC).content_string
+    stamp = host.check_output("stat -c %%y %s", CDI_SPEC)
+    host.check_output("systemctl restart nvidia-cdi-refresh.service")
+    # it ran (its ExecCondition found the driver's module) and wrote the role's spec
+    assert host.check_output("systemctl show -p Result --value nvidia-cdi-refresh.service") == "success"
+    assert host.check_output("stat -c %%y %s", CDI_SPEC) != stamp
+    assert host.file(CDI_SPEC).content_string == before
+    assert not host.file(REFRESH_SPEC).exists
 
 
 # What prepare.yml installed on each GPU node before converge (stand-in packages; the two conflict).
@@ -254,7 +292,9 @@ def test_check_diff_reports_a_deleted_key_and_a_driver_change(playbook):
     node = _runtime_nodes()[0]
     target = testinfra.get_host("ansible://%s?ansible_inventory=%s" % (node, INVENTORY))
     original = target.check_output("base64 -w0 %s", DAEMON_JSON)
-    spec_before = target.file("/etc/cdi/nvidia.yaml").content_string
+    spec_before = target.file(CDI_SPEC).content_string
+    # what NVIDIA's refresh leaves where it was not pointed at the role's spec
+    target.check_output("mkdir -p /var/run/cdi && cp %s %s", CDI_SPEC, REFRESH_SPEC)
     config = json.loads(target.file(DAEMON_JSON).content_string)
     del config["runtimes"]["nvidia"]
     target.check_output("printf '%%s\\n' %s > %s", json.dumps(config, indent=4), DAEMON_JSON)
@@ -271,13 +311,15 @@ def test_check_diff_reports_a_deleted_key_and_a_driver_change(playbook):
         assert spec["changed"] is True
         spec_diff = spec["diff"][0] if isinstance(spec["diff"], list) else spec["diff"]
         assert "999.99.99" in spec_diff["after"] and "999.99.99" not in spec_diff["before"]
-        assert report["stats"][node]["changed"] >= 2
+        assert _task_results(report, "Remove the spec the refresh wrote at its default path")[node]["changed"] is True
+        assert report["stats"][node]["changed"] >= 3
         # check mode wrote nothing
         assert "nvidia" not in json.loads(target.file(DAEMON_JSON).content_string)["runtimes"]
-        assert target.file("/etc/cdi/nvidia.yaml").content_string == spec_before
+        assert target.file(CDI_SPEC).content_string == spec_before
+        assert target.file(REFRESH_SPEC).exists
     finally:
         target.check_output("echo %s | base64 -d > %s", original, DAEMON_JSON)
-        target.check_output("rm -f /etc/nvidia-standin/driver-version")
+        target.check_output("rm -f /etc/nvidia-standin/driver-version %s", REFRESH_SPEC)
     assert json.loads(target.file(DAEMON_JSON).content_string)["runtimes"]["nvidia"]["path"] == (
         "nvidia-container-runtime"
     )

@@ -12,6 +12,10 @@
 #                             files, NVML stand-in, nvidia-smi), then execs runc
 #   nvidia-ctk                --version and `cdi generate` only
 #   nvidia-container-cli      --version only
+# From the 1.18 line, -base also carries what NVIDIA's does: the CDI refresh
+# units (nvidia-cdi-refresh.path/.service, writing /var/run/cdi/nvidia.yaml),
+# their environment file (a conffile), the preset, and a postinst that enables
+# and starts them.
 # and, at their own versions, the legacy runtimes the role removes (the test bed
 # installs them before converge): nvidia-docker 1.0 (a wrapper, and a plugin
 # service that stays up) and nvidia-docker2 (the wrapper).
@@ -19,7 +23,8 @@
 # nvidia-smi, /dev/nvidia*) are not packaged: nvml/ and install-node.sh put them
 # on the GPU nodes, as a driver installation would (README.md).
 #
-# Usage: build.sh OUTDIR [UPSTREAM_VERSION]   (default 1.17.9)
+# Usage: build.sh OUTDIR [UPSTREAM_VERSION...]   (default: 1.17.9 1.18.0, the
+# ppc64le and the x86_64 defaults of the role; one repository holds them all)
 # Writes OUTDIR/*.deb, OUTDIR/Packages and OUTDIR/Packages.gz; serve OUTDIR
 # over http or file:// and point the role at it with
 #   nvidia_container_runtime_apt_repo_url: <that URL>
@@ -27,9 +32,9 @@
 # Needs dpkg-deb and dpkg-scanpackages (dpkg-dev) or apt-ftparchive (apt-utils).
 set -euo pipefail
 
-out="${1:?usage: build.sh OUTDIR [UPSTREAM_VERSION]}"
-upstream="${2:-1.17.9}"
-version="${upstream}-0standin1"
+out="${1:?usage: build.sh OUTDIR [UPSTREAM_VERSION...]}"
+shift
+[ $# -gt 0 ] || set -- 1.17.9 1.18.0
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1700000000}"
 
@@ -38,13 +43,14 @@ out="$(cd "$out" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-# [PKG_UPSTREAM=...] package NAME DEPENDS SUMMARY FILE:DEST...   (the toolkit's version unless PKG_UPSTREAM)
+# PKG_UPSTREAM=... [PKG_POSTINST=FILE] package NAME DEPENDS SUMMARY FILE:DEST...
+# Files under /etc are conffiles; PKG_POSTINST (in files/) is the postinst.
 package() {
     local name="$1" depends="$2" summary="$3"
     shift 3
-    local upstream="${PKG_UPSTREAM:-$upstream}"
+    local upstream="$PKG_UPSTREAM"
     local version="${upstream}-0standin1"
-    local root="$work/$name"
+    local root="$work/$name-$upstream"
     mkdir -p "$root/DEBIAN" "$root/usr/share/doc/$name"
     {
         echo "Package: $name"
@@ -66,22 +72,41 @@ package() {
         src="${spec%%:*}"
         dest="${spec#*:}"
         install -D -m 0755 "$here/files/$src" "$root$dest"
-        case "$dest" in *.service) chmod 0644 "$root$dest" ;; esac
+        case "$dest" in /usr/bin/*) ;; *) chmod 0644 "$root$dest" ;; esac
+        case "$dest" in /etc/*) echo "$dest" >> "$root/DEBIAN/conffiles" ;; esac
         sed -i "s/@VERSION@/${upstream}/g" "$root$dest"
     done
+    if [ -n "${PKG_POSTINST:-}" ]; then
+        install -m 0755 "$here/files/$PKG_POSTINST" "$root/DEBIAN/postinst"
+    fi
     find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
     dpkg-deb --root-owner-group -Zgzip --build "$root" "$out/${name}_${version}_all.deb" >/dev/null
 }
 
-package libnvidia-container1 "" "NVIDIA container runtime library (empty)"
-package libnvidia-container-tools "libnvidia-container1 (= $version)" \
-    "NVIDIA container runtime CLI" nvidia-container-cli:/usr/bin/nvidia-container-cli
-package nvidia-container-toolkit-base "python3" \
-    "NVIDIA container runtime and nvidia-ctk (runtime wraps runc)" \
-    nvidia-container-runtime:/usr/bin/nvidia-container-runtime nvidia-ctk:/usr/bin/nvidia-ctk
-package nvidia-container-toolkit \
-    "nvidia-container-toolkit-base (= $version), libnvidia-container-tools (= $version)" \
-    "NVIDIA container toolkit (meta package)"
+# toolkit UPSTREAM: the four packages of one toolkit release.
+toolkit() {
+    local PKG_UPSTREAM="$1" version="$1-0standin1" refresh=()
+    if dpkg --compare-versions "$1" ge 1.18.0; then
+        refresh=(nvidia-cdi-refresh.service:/lib/systemd/system/nvidia-cdi-refresh.service
+                 nvidia-cdi-refresh.path:/lib/systemd/system/nvidia-cdi-refresh.path
+                 nvidia-cdi-refresh.env:/etc/nvidia-container-toolkit/nvidia-cdi-refresh.env
+                 90-nvidia-container-toolkit.preset:/lib/systemd/system-preset/90-nvidia-container-toolkit.preset)
+    fi
+    package libnvidia-container1 "" "NVIDIA container runtime library (empty)"
+    package libnvidia-container-tools "libnvidia-container1 (= $version)" \
+        "NVIDIA container runtime CLI" nvidia-container-cli:/usr/bin/nvidia-container-cli
+    PKG_POSTINST="${refresh:+nvidia-container-toolkit-base.postinst}" \
+        package nvidia-container-toolkit-base "python3" \
+        "NVIDIA container runtime and nvidia-ctk (runtime wraps runc)" \
+        nvidia-container-runtime:/usr/bin/nvidia-container-runtime nvidia-ctk:/usr/bin/nvidia-ctk "${refresh[@]}"
+    package nvidia-container-toolkit \
+        "nvidia-container-toolkit-base (= $version), libnvidia-container-tools (= $version)" \
+        "NVIDIA container toolkit (meta package)"
+}
+
+for upstream in "$@"; do
+    toolkit "$upstream"
+done
 PKG_UPSTREAM=1.0.1 package nvidia-docker "" "legacy NVIDIA Docker wrapper and volume plugin (nvidia-docker 1.0)" \
     nvidia-docker:/usr/bin/nvidia-docker nvidia-docker-plugin:/usr/bin/nvidia-docker-plugin \
     nvidia-docker.service:/lib/systemd/system/nvidia-docker.service
@@ -98,4 +123,4 @@ else
     exit 1
 fi
 gzip -9n < Packages > Packages.gz
-echo "stand-in repository with $(grep -c '^Package:' Packages) packages at $version in $out"
+echo "stand-in repository with $(grep -c '^Package:' Packages) packages (toolkit $*) in $out"

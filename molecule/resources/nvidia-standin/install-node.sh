@@ -13,6 +13,9 @@
 #   /dev/nvidia<minor> for each GPU, /dev/nvidiactl, /dev/nvidia-uvm,
 #   /dev/nvidia-uvm-tools, and /dev/nvidia-standin-nvml.conf (a copy of the
 #   values: the "kernel state" a container with the node's /dev reaches)
+#   a kernel/drivers/video/nvidia.ko line in /lib/modules/$(uname -r)/modules.dep
+#   (depmod's record of an installed driver module, which NVIDIA's CDI refresh
+#   service checks; added to a real modules.dep, never replacing it)
 # Idempotent: prints "install-node: changed" or "install-node: unchanged" last.
 #
 # The device files are character devices 1:3, the numbers of /dev/null, not
@@ -126,6 +129,14 @@ for node in $nodes; do
 done
 
 put /etc/nvidia-standin/nvml.conf /dev/nvidia-standin-nvml.conf 0644
+
+moddep="/lib/modules/$(uname -r)/modules.dep"
+if ! grep -qE '/nvidia\.ko' "$moddep" 2>/dev/null; then
+    mkdir -p "$(dirname "$moddep")"
+    echo "kernel/drivers/video/nvidia.ko:" >> "$moddep"
+    echo "listed nvidia.ko in $moddep"
+    changed=1
+fi
 
 if [ "$changed" = 1 ]; then
     echo "install-node: changed"

@@ -74,6 +74,12 @@ def test_cdi_spec_names_the_gpus(host):
     assert spec.exists
     assert "kind: nvidia.com/gpu" in spec.content_string
     assert 'name: "0"' in spec.content_string and 'name: "1"' in spec.content_string
+    # the site's toolkit (the 1.18 line) enabled NVIDIA's CDI refresh, which wrote a second spec in /var/run/cdi at
+    # install; podman would prefer it: the role pointed the refresh at this one and removed that copy
+    assert host.package("nvidia-container-toolkit-base").version.startswith("1.18."), "not the 1.18 line"
+    assert host.file("/etc/systemd/system/nvidia-cdi-refresh.service.d/hpc-gpu-containers.conf").contains(
+        "^Environment=NVIDIA_CTK_CDI_OUTPUT_FILE_PATH=/etc/cdi/nvidia.yaml$")
+    assert not host.file("/var/run/cdi/nvidia.yaml").exists
 
 
 def test_rootless_podman_with_cdi_gpus(host, image_tar):
