@@ -13,7 +13,7 @@ description:
   - Returns the sha256 of, for the host the task runs for, every variable the collection's roles read (names
     starting with C(docker_engine_), C(nvidia_container_runtime_), C(container_registry_), C(container_verify_),
     C(lsf_docker_), C(slurm_docker_), C(rootless_runtimes_), C(image_variants_) or C(hpc_), except the run's own
-    switches C(hpc_site_serial), C(hpc_site_max_fail_percentage), C(hpc_site_lsf_drain),
+    switches C(hpc_site_serial), C(hpc_site_max_fail_percentage), C(hpc_site_lsf_drain), C(hpc_site_slurm_drain),
     C(hpc_site_lsf_elsewhere) and C(hpc_drift_*) and the roles' C(*_drift_items)), each templated; the host's
     groups and every group's members; and the content of the collection itself (its plugins, roles and
     playbooks), so that a new release or a local change to the collection is an input change.
@@ -55,7 +55,7 @@ from ansible.plugins.lookup import LookupBase
 PREFIXES = re.compile(r"^(docker_engine|nvidia_container_runtime|container_registry|container_verify|lsf_docker"
                       r"|slurm_docker|rootless_runtimes|image_variants|hpc)_")
 # How a run goes, not what it makes: batches, failure tolerance, draining, the slice it is.
-RUN_SWITCHES = re.compile(r"^(hpc_site_(serial|max_fail_percentage|lsf_drain|lsf_elsewhere)|hpc_drift_.*"
+RUN_SWITCHES = re.compile(r"^(hpc_site_(serial|max_fail_percentage|lsf_drain|slurm_drain|lsf_elsewhere)|hpc_drift_.*"
                           r"|.*_drift_items(_.*)?)$")
 # What makes the collection: its code and roles; not its tests, benchmarks or documentation.
 CONTENT = ("plugins", "roles", "playbooks", "galaxy.yml", "MANIFEST.json")

@@ -33,13 +33,15 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import OWNER, is_owned
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import close_comment as _close_comment
+
 __all__ = [
     "LsfOutputError", "OWNER", "ADMIN_CLOSED", "STARTED_STATES", "COMMENT_LIMIT",
     "close_comment", "is_owned", "parse_bhosts_long", "parse_bjobs", "no_jobs_message",
     "started_jobs_on", "decide",
 ]
 
-OWNER = "hpc.gpu_containers"
 ADMIN_CLOSED = "closed_Adm"
 # Jobs that hold processes (and containers) on their execution host: running,
 # suspended by the system or the user, being provisioned, waiting in a chunk, or
@@ -57,19 +59,7 @@ class LsfOutputError(ValueError):
 
 def close_comment(owner, reason):
     """The ``badmin hclose -C`` comment: ``<owner>: <reason>`` on one line, at most 512 characters."""
-    owner = " ".join(str(owner).split())
-    reason = " ".join(str(reason or "").split())
-    if not owner or ":" in owner:
-        raise ValueError("the owner of a close comment must be a non-empty word without ':', not %r" % owner)
-    text = "%s: %s" % (owner, reason) if reason else "%s:" % owner
-    return text[:COMMENT_LIMIT]
-
-
-def is_owned(comment, owner):
-    """True when ``comment`` is a close comment of ``owner`` (``<owner>:`` first, quotes and blanks aside)."""
-    if not comment:
-        return False
-    return comment.strip().strip('"').lstrip().startswith(owner + ":")
+    return _close_comment(owner, reason, COMMENT_LIMIT)
 
 
 def _int(word):

@@ -43,36 +43,6 @@ options:
       - "Why the host is closed or opened; the comment is C(<owner>: <reason>) on one line, at most 512 characters."
       - Required with O(state=closed) and O(state=drained).
     type: str
-  owner:
-    description:
-      - The first word of the comments this module writes, which marks the hosts it closed. Keep the default
-        unless two independent automations close hosts in one cluster.
-    type: str
-    default: hpc.gpu_containers
-  timeout:
-    description:
-      - Seconds O(state=drained) waits for the host's jobs to end. V(0) asks once and does not wait.
-    type: int
-    default: 3600
-  poll:
-    description:
-      - Seconds between two C(bjobs) calls while waiting.
-    type: int
-    default: 30
-  since:
-    description:
-      - Unix time (on the host the module runs on) when the wait for the jobs began, as RV(since) of an earlier
-        call returned it; O(timeout) counts from it. When omitted, from the start of this call.
-    type: float
-    version_added: 0.2.0
-  return_after:
-    description:
-      - With O(state=drained), return after about this many seconds when jobs still run, with RV(waiting=true)
-        (not a timeout), so that the caller can show the progress and call again. V(0) waits up to O(timeout) in
-        one call.
-    type: int
-    default: 0
-    version_added: 0.2.0
   on_timeout:
     description:
       - V(fail) fails the host when jobs still run at the timeout; it stays closed (with the comment), so that no
@@ -87,6 +57,8 @@ options:
       - C(profile.lsf) to source before the LSF commands. Without it the login environment (C(/etc/profile.d))
         must put them on the C(PATH), as it does on an LSF host.
     type: path
+extends_documentation_fragment:
+  - hpc.gpu_containers.host_drain
 attributes:
   check_mode:
     support: full
@@ -212,6 +184,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import WAIT_OPTIONS, progress_line, wait_for_jobs
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_host_state import (
     ADMIN_CLOSED,
     LsfOutputError,
@@ -269,49 +242,14 @@ class _Lsf:
             self.fail("%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()))
 
 
-def drain(lsf, params, check_mode, since):
-    """Wait until no job holds processes on the host, from ``since`` (unix time) for at most the timeout, and in
-    this call for at most ``return_after`` seconds (0: no limit); (job ids, seconds waited, timed out, waiting)."""
-    call_began = time.time()
-    deadline = since + max(params["timeout"], 0)
-    while True:
-        jobs = lsf.jobs()
-        now = time.time()
-        ids = [job["job"] for job in jobs]
-        waited = round(max(now - since, 0.0), 1)
-        if not jobs or check_mode or now >= deadline:
-            return ids, waited, bool(jobs) and not check_mode, False
-        if params["return_after"] > 0 and now - call_began >= params["return_after"]:
-            return ids, waited, False, True
-        time.sleep(min(max(params["poll"], 1), deadline - now))
-
-
-def _duration(seconds):
-    seconds = int(seconds)
-    return "%dm%02ds" % (seconds // 60, seconds % 60)
-
-
-def progress_line(host, jobs, waited, timeout):
-    """The drain's state on one line: the host, the jobs left, how long it has waited of the timeout."""
-    if not jobs:
-        return "%s: no job left; waited %s" % (host, _duration(waited))
-    shown = ", ".join(str(job) for job in jobs[:10]) + (", ..." if len(jobs) > 10 else "")
-    return "%s: %d job(s) left (%s); waited %s of %s" % (host, len(jobs), shown, _duration(waited), _duration(timeout))
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             host=dict(type="str"),
             state=dict(type="str", default="query", choices=["closed", "drained", "open", "query"]),
             reason=dict(type="str"),
-            owner=dict(type="str", default="hpc.gpu_containers"),
-            timeout=dict(type="int", default=3600),
-            poll=dict(type="int", default=30),
-            on_timeout=dict(type="str", default="fail", choices=["fail", "proceed"]),
             profile=dict(type="path"),
-            since=dict(type="float"),
-            return_after=dict(type="int", default=0),
+            **WAIT_OPTIONS,
         ),
         required_if=[("state", "closed", ["reason"]), ("state", "drained", ["reason"])],
         supports_check_mode=True,
@@ -346,7 +284,9 @@ def main():
                   previous={"status": before["status"], "comment": before["comment"] or ""}, note=note,
                   jobs=[], waited=0.0, timed_out=False, commands=commands, since=since, waiting=False, progress="")
     if p["state"] == "drained":
-        jobs, waited, timed_out, waiting = drain(lsf, p, module.check_mode, since)
+        jobs, waited, timed_out, waiting = wait_for_jobs(
+            lambda: [job["job"] for job in lsf.jobs()], p["timeout"], p["poll"], since, p["return_after"],
+            module.check_mode)
         result.update(jobs=jobs, waited=waited, timed_out=timed_out, waiting=waiting,
                       progress=progress_line(host, jobs, waited, p["timeout"]))
         if timed_out and p["on_timeout"] == "fail":

@@ -19,6 +19,9 @@ import base64
 import json
 import os
 import re
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -278,3 +281,82 @@ def test_jobs_pull_with_a_pull_only_account(host):
         assert pushed.rc != 0, pushed.stdout + pushed.stderr
     # nothing reached the registry: the push account (root's login on the node) finds no such tag
     assert n1.run("docker pull slurm-ctl:5000/hpc/mpi:overwritten").rc != 0
+
+
+# --- rolling changes: the drain (last: it restarts dockerd on the compute nodes) -----------------------------------
+
+OPERATOR_REASON = "operator: fan replacement"
+
+
+def _slurm_node(host, name):
+    line = host.check_output("scontrol --oneliner show node %s", name)
+    state = re.search(r" State=(\S+)", line).group(1)
+    reason = re.search(r" Reason=(.*)$", line)
+    return state, reason.group(1) if reason else ""
+
+
+def _dockerd_started(name):
+    """Unix time at which the node's running dockerd started."""
+    return int(node(name).check_output('date -d "$(systemctl show -p ExecMainStartTimestamp --value docker)" +%s'))
+
+
+def _task_results(report, name):
+    for play in report["plays"]:
+        for task in play["tasks"]:
+            if task["task"]["name"].split(" : ")[-1] == name:
+                return task["hosts"]
+    raise AssertionError("task %r did not run" % name)
+
+
+def test_a_docker_restart_drains_each_node_waits_for_its_job_and_resumes_it(host):
+    """A change that restarts dockerd on the compute nodes (a daemon.json key dockerd cannot reload), run through
+    site.yml with its defaults: slurm-n1, running a job, is drained in Slurm (scontrol update State=DRAIN, reason
+    "hpc.gpu_containers: ...") and dockerd restarts only after the job ended; the node is resumed once the
+    verification passed. slurm-n2, which an operator drained before the run, is restarted too but keeps its drain
+    and its reason."""
+    n1, n2 = NODES
+    host.check_output("scontrol update NodeName=%s State=DRAIN Reason=%s", n2, OPERATOR_REASON)
+    try:
+        submitted = as_user(host, "sbatch --parsable --nodelist=%s --output=drain-%%j.out --wrap %s"
+                            % (n1, _quote("sleep 150; date +%s; echo job-done")))
+        assert submitted.rc == 0, submitted.stderr
+        job_id = submitted.stdout.strip().split(";")[0]
+        deadline = time.time() + 120
+        while as_user(host, "squeue --noheader --jobs=%s --format=%%T" % job_id).stdout.strip() != "RUNNING":
+            assert time.time() < deadline, "job %s did not start" % job_id
+            time.sleep(2)
+        started = {name: _dockerd_started(name) for name in NODES}
+
+        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_NOCOLOR="1")
+        playbook = shutil.which("ansible-playbook") or os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+        proc = subprocess.run(
+            [playbook, "-i", INVENTORY, "--limit", ",".join(NODES), str(ROOT / "playbooks" / "site.yml"),
+             "--extra-vars", json.dumps({"docker_engine_daemon_settings": {"log-opts": {"max-file": "4"}},
+                                         "slurm_docker_drain_poll": 5})],
+            env=env, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+        report, _end = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.find("{\n"):])
+
+        drained = _task_results(report, "Drain this node in Slurm")
+        assert drained[n1]["changed"] is True and "DRAIN" not in drained[n1]["previous"]["state"], drained[n1]
+        assert drained[n1]["state"].endswith("+DRAIN") and drained[n1]["state"] != "IDLE+DRAIN", drained[n1]
+        assert drained[n1]["reason"].startswith("hpc.gpu_containers: restart of dockerd"), drained[n1]
+        assert drained[n2]["changed"] is False and OPERATOR_REASON in drained[n2]["note"], drained[n2]
+        waited = _task_results(report, "Wait until this node's jobs have ended")[n1]
+        assert waited["jobs"] == [] and waited["waited"] > 0, waited
+
+        # the job ran to its end, and dockerd restarted after it
+        output = as_user(host, "cat drain-%s.out" % job_id).stdout.split()
+        assert output[-1] == "job-done", output
+        job_end = int(output[-2])
+        assert _dockerd_started(n1) >= job_end > started[n1]
+        assert _dockerd_started(n2) > started[n2]
+
+        resumed = _task_results(report, "Resume this node in Slurm (the collection drained it, the verification passed)")
+        assert resumed[n1]["changed"] is True and resumed[n2]["changed"] is False, resumed
+        state, reason = _slurm_node(host, n1)
+        assert "DRAIN" not in state and reason == "", (state, reason)
+        state, reason = _slurm_node(host, n2)
+        assert "DRAIN" in state and reason.startswith(OPERATOR_REASON + " ["), (state, reason)
+    finally:
+        host.run("scontrol update NodeName=%s State=RESUME", n2)

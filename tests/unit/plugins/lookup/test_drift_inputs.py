@@ -37,7 +37,8 @@ def test_the_same_inputs_give_the_same_digest_whatever_else_differs():
     assert len(first) == 64 and first == digest(dict(BASE))
     # not the collection's variables, the run's own switches, facts
     assert digest(dict(BASE, unrelated_variable=2, hpc_site_serial=10, hpc_drift_fast_path=False,
-                       hpc_site_max_fail_percentage=0, hpc_site_lsf_drain=False, hpc_site_lsf_elsewhere=True,
+                       hpc_site_max_fail_percentage=0, hpc_site_lsf_drain=False, hpc_site_slurm_drain=False,
+                       hpc_site_lsf_elsewhere=True,
                        ansible_check_mode=True, ansible_facts={"architecture": "x86_64"})) == first
     # what the run makes is an input: LSF on or off
     assert digest(dict(BASE, hpc_site_lsf=False)) != first
