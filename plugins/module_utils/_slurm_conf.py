@@ -470,7 +470,8 @@ class _Editor:
 
 
 def _set_pair(editor, line, pair, value):
-    editor.replace_span(line, pair.vstart, pair.vend, _render_value(value))
+    # a value the site quoted stays quoted (Slurm reads both the same way)
+    editor.replace_span(line, pair.vstart, pair.vend, '"%s"' % value if pair.quoted else _render_value(value))
 
 
 def _remove_pair(editor, line, pair):

@@ -66,3 +66,30 @@ def test_slurm_conf_keeps_a_nodes_own_features_and_replaces_stale_platform_ones(
     # without owned_features, Features is set whole
     assert set_records(SITE, "NodeName", {"n3": {"Features": "x86_64"}})[0].splitlines()[2] == \
         "NodeName=n3 RealMemory=500 Features=x86_64"
+
+
+REAL = Path(__file__).resolve().parents[3] / "fixtures" / "slurm" / "real" / "danielmc81.slurm.conf"
+
+
+def test_a_published_slurm_conf_keeps_its_features_quotes_and_other_lines():
+    """A site's own slurm.conf (tests/fixtures/slurm/real, PROVENANCE.md): quoted Features= with the site's
+    words, tabs, a node range. The platform features join the site's; the rest of the file is untouched."""
+    owned = slurm_platform_features({}, {})["owned"]
+    site = REAL.read_text()
+    wanted = {"ibtesla": {"Features": "x86_64,x86-64-v4,cuda12.2,nvidia535,sm_70"}}
+    text, changed, warnings = set_records(site, "NodeName", wanted, owned_features=owned)
+    assert changed == ["ibtesla"] and warnings == []
+    before, after = site.splitlines(), text.splitlines()
+    assert len(before) == len(after)
+    differing = [(old, new) for old, new in zip(before, after) if old != new]
+    assert differing == [(
+        'NodeName=ibtesla \tCPUs=16 SocketsPerBoard=2 CoresPerSocket=8  ThreadsPerCore=1 RealMemory=257355 '
+        'Gres=gpu:v100:4 Features="skylake,v100"\t',
+        'NodeName=ibtesla \tCPUs=16 SocketsPerBoard=2 CoresPerSocket=8  ThreadsPerCore=1 RealMemory=257355 '
+        'Gres=gpu:v100:4 Features="skylake,v100,x86_64,x86-64-v4,cuda12.2,nvidia535,sm_70"\t')]
+    # a second run changes nothing; a driver upgrade replaces only the platform words
+    assert set_records(text, "NodeName", wanted, owned_features=owned)[1] == []
+    upgraded = {"ibtesla": {"Features": "x86_64,x86-64-v4,cuda12.4,nvidia550,sm_70"}}
+    line = [ln for ln in set_records(text, "NodeName", upgraded, owned_features=owned)[0].splitlines()
+            if ln.startswith("NodeName=ibtesla")][0]
+    assert 'Features="skylake,v100,x86_64,x86-64-v4,cuda12.4,nvidia550,sm_70"' in line
