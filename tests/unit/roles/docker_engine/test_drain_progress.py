@@ -24,6 +24,7 @@ def drain_play(lsf, timeout, on_timeout="fail"):
             "ansible.builtin.include_tasks": str(ROLES / "docker_engine" / "tasks" / "drain.yml"),
             "vars": {
                 "docker_engine_lsf_drain": True,
+                "docker_engine_slurm_drain": False,
                 "docker_engine_service_before": {"status": {"ActiveState": "active"}},
                 "docker_engine_drain_reason": "engine upgrade",
                 "docker_engine_lsf_host": HOST,
