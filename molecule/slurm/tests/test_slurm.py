@@ -308,17 +308,20 @@ def _task_results(report, name):
     raise AssertionError("task %r did not run" % name)
 
 
-def test_a_docker_restart_drains_each_node_waits_for_its_job_and_resumes_it(host):
+def test_a_docker_restart_drains_each_node_waits_for_its_job_and_resumes_it(host, tmp_path):
     """A change that restarts dockerd on the compute nodes (a daemon.json key dockerd cannot reload), run through
     site.yml with its defaults: slurm-n1, running a job, is drained in Slurm (scontrol update State=DRAIN, reason
-    "hpc.gpu_containers: ...") and dockerd restarts only after the job ended; the node is resumed once the
-    verification passed. slurm-n2, which an operator drained before the run, is restarted too but keeps its drain
-    and its reason."""
+    "hpc.gpu_containers: ...") and dockerd is not restarted while the job runs; the job ends when the test has seen
+    the drain, dockerd restarts after it, and the node is resumed once the verification passed. slurm-n2, which an
+    operator drained before the run, is restarted too but keeps its drain and its reason."""
     n1, n2 = NODES
+    release = "drain-release-%d" % os.getpid()  # in alice's home, which every node shares
     host.check_output("scontrol update NodeName=%s State=DRAIN Reason=%s", n2, OPERATOR_REASON)
+    proc = None
     try:
+        job = "while [ ! -e $HOME/%s ]; do sleep 1; done; date +%%s; echo job-done" % release
         submitted = as_user(host, "sbatch --parsable --nodelist=%s --output=drain-%%j.out --wrap %s"
-                            % (n1, _quote("sleep 150; date +%s; echo job-done")))
+                            % (n1, _quote(job)))
         assert submitted.rc == 0, submitted.stderr
         job_id = submitted.stdout.strip().split(";")[0]
         deadline = time.time() + 120
@@ -329,27 +332,38 @@ def test_a_docker_restart_drains_each_node_waits_for_its_job_and_resumes_it(host
 
         env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_NOCOLOR="1")
         playbook = shutil.which("ansible-playbook") or os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-        proc = subprocess.run(
-            [playbook, "-i", INVENTORY, "--limit", ",".join(NODES), str(ROOT / "playbooks" / "site.yml"),
-             "--extra-vars", json.dumps({"docker_engine_daemon_settings": {"log-opts": {"max-file": "4"}},
-                                         "slurm_docker_drain_poll": 5})],
-            env=env, capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-        report, _end = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.find("{\n"):])
+        with (tmp_path / "site.out").open("w") as out, (tmp_path / "site.err").open("w") as err:
+            proc = subprocess.Popen(  # pylint: disable=consider-using-with
+                [playbook, "-i", INVENTORY, "--limit", ",".join(NODES), str(ROOT / "playbooks" / "site.yml"),
+                 "--extra-vars", json.dumps({"docker_engine_daemon_settings": {"log-opts": {"max-file": "4"}},
+                                             "slurm_docker_drain_poll": 5})],
+                env=env, stdout=out, stderr=err, text=True)
+        # the run drains slurm-n1 while the job runs, and waits
+        deadline = time.time() + 1800
+        while "DRAIN" not in _slurm_node(host, n1)[0]:
+            assert proc.poll() is None, "site.yml ended without draining %s" % n1
+            assert time.time() < deadline, "%s was not drained" % n1
+            time.sleep(3)
+        time.sleep(20)
+        assert _slurm_node(host, n1)[0] != "IDLE+DRAIN" and _dockerd_started(n1) == started[n1]
+        assert proc.poll() is None
+        as_user(host, "touch %s" % release)
+        proc.wait(timeout=2400)
+        stdout, stderr = (tmp_path / "site.out").read_text(), (tmp_path / "site.err").read_text()
+        assert proc.returncode == 0, stdout[-6000:] + stderr[-3000:]
+        report, _end = json.JSONDecoder().raw_decode(stdout[stdout.find("{\n"):])
 
         drained = _task_results(report, "Drain this node in Slurm")
         assert drained[n1]["changed"] is True and "DRAIN" not in drained[n1]["previous"]["state"], drained[n1]
-        assert drained[n1]["state"].endswith("+DRAIN") and drained[n1]["state"] != "IDLE+DRAIN", drained[n1]
         assert drained[n1]["reason"].startswith("hpc.gpu_containers: restart of dockerd"), drained[n1]
         assert drained[n2]["changed"] is False and OPERATOR_REASON in drained[n2]["note"], drained[n2]
         waited = _task_results(report, "Wait until this node's jobs have ended")[n1]
-        assert waited["jobs"] == [] and waited["waited"] > 0, waited
+        assert waited["jobs"] == [] and waited["waited"] >= 20, waited
 
         # the job ran to its end, and dockerd restarted after it
         output = as_user(host, "cat drain-%s.out" % job_id).stdout.split()
         assert output[-1] == "job-done", output
-        job_end = int(output[-2])
-        assert _dockerd_started(n1) >= job_end > started[n1]
+        assert _dockerd_started(n1) >= int(output[-2])
         assert _dockerd_started(n2) > started[n2]
 
         resumed = _task_results(report, "Resume this node in Slurm (the collection drained it, the verification passed)")
@@ -359,4 +373,7 @@ def test_a_docker_restart_drains_each_node_waits_for_its_job_and_resumes_it(host
         state, reason = _slurm_node(host, n2)
         assert "DRAIN" in state and reason.startswith(OPERATOR_REASON + " ["), (state, reason)
     finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        as_user(host, "touch %s" % release)
         host.run("scontrol update NodeName=%s State=RESUME", n2)
