@@ -160,9 +160,12 @@ gpu-check: ## On a machine with a real NVIDIA GPU: record gpu_facts (and a conta
 	$(PYTHON) tools/gpu-check.py
 
 # The checks that need no Docker engine, one after the other in this order.
-CHECKS := lint unit adversarial sanity units sanity-oldest units-oldest
+# `unit` is not among them: `units` runs the same tests/unit suite through ansible-test (each test in its own
+# isolated environment), and `units-oldest` again under the oldest ansible-core; `make unit` is the quick local
+# run of it.
+CHECKS := lint adversarial sanity units sanity-oldest units-oldest
 
-checks: $(CHECKS) ## lint unit adversarial sanity units sanity-oldest units-oldest, one after the other
+checks: $(CHECKS) ## lint adversarial sanity units sanity-oldest units-oldest, one after the other
 
 # `make test` runs the checks as one lane beside the molecule lanes (tools/molecule-lanes.sh): the checks
 # are mostly CPU, the scenarios mostly wait on their nodes, so side by side they take about as long as
