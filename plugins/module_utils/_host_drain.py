@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["OWNER", "WAIT_OPTIONS", "close_comment", "is_owned", "wait_for_jobs", "progress_line"]
+__all__ = ["OWNER", "WAIT_OPTIONS", "close_comment", "is_owned", "wait_for_jobs", "progress_line", "drained"]
 
 OWNER = "hpc.gpu_containers"
 # The options of every drain module for the mark and the wait (doc fragment hpc.gpu_containers.host_drain, and
@@ -78,3 +78,21 @@ def progress_line(host, jobs, waited, timeout):
         return "%s: no job left; waited %s" % (host, _duration(waited))
     shown = ", ".join(str(job) for job in jobs[:10]) + (", ..." if len(jobs) > 10 else "")
     return "%s: %d job(s) left (%s); waited %s of %s" % (host, len(jobs), shown, _duration(waited), _duration(timeout))
+
+
+def drained(jobs, host, params, since, check_mode, held):
+    """The wait of ``state=drained`` as every drain module reports it, from the module's parameters
+    (:data:`WAIT_OPTIONS`): (result fields, the failure message or None, the warning or None). ``held`` says what
+    stays as it is when the wait fails (``the host stays closed (<comment>)``)."""
+    ids, waited, timed_out, waiting = wait_for_jobs(jobs, params["timeout"], params["poll"], since,
+                                                    params["return_after"], check_mode)
+    fields = dict(jobs=ids, waited=waited, timed_out=timed_out, waiting=waiting,
+                  progress=progress_line(host, ids, waited, params["timeout"]))
+    listed = ", ".join(str(job) for job in ids)
+    if timed_out and params["on_timeout"] == "fail":
+        return fields, "%s: %d job(s) still running after %d s (%s); %s" % (
+            host, len(ids), params["timeout"], listed, held), None
+    if timed_out:
+        return fields, None, "%s: jobs %s still running after %d s; going on (on_timeout=proceed)" % (
+            host, listed, params["timeout"])
+    return fields, None, None

@@ -184,7 +184,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import WAIT_OPTIONS, progress_line, wait_for_jobs
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import WAIT_OPTIONS, drained
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_host_state import (
     ADMIN_CLOSED,
     LsfOutputError,
@@ -284,19 +284,13 @@ def main():
                   previous={"status": before["status"], "comment": before["comment"] or ""}, note=note,
                   jobs=[], waited=0.0, timed_out=False, commands=commands, since=since, waiting=False, progress="")
     if p["state"] == "drained":
-        jobs, waited, timed_out, waiting = wait_for_jobs(
-            lambda: [job["job"] for job in lsf.jobs()], p["timeout"], p["poll"], since, p["return_after"],
-            module.check_mode)
-        result.update(jobs=jobs, waited=waited, timed_out=timed_out, waiting=waiting,
-                      progress=progress_line(host, jobs, waited, p["timeout"]))
-        if timed_out and p["on_timeout"] == "fail":
-            module.fail_json(
-                msg="%s: %d job(s) still running after %d s (%s); the host stays closed (%s)"
-                    % (host, len(jobs), p["timeout"], ", ".join(str(job) for job in jobs), result["comment"]),
-                **result)
-        if timed_out:
-            module.warn("%s: jobs %s still running after %d s; going on (on_timeout=proceed)"
-                        % (host, ", ".join(str(job) for job in jobs), p["timeout"]))
+        fields, failure, warning = drained(lambda: [job["job"] for job in lsf.jobs()], host, p, since,
+                                           module.check_mode, "the host stays closed (%s)" % result["comment"])
+        result.update(fields)
+        if failure:
+            module.fail_json(msg=failure, **result)
+        if warning:
+            module.warn(warning)
     module.exit_json(**result)
 
 

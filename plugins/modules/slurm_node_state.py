@@ -175,9 +175,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import (
     WAIT_OPTIONS,
     close_comment,
+    drained,
     is_owned,
-    progress_line,
-    wait_for_jobs,
 )
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_node_state import (
     DRAIN,
@@ -268,18 +267,13 @@ def main():
                   previous={"state": before["state"], "reason": before["reason"] or ""}, note=note,
                   jobs=[], waited=0.0, timed_out=False, commands=commands, since=since, waiting=False, progress="")
     if p["state"] == "drained":
-        jobs, waited, timed_out, waiting = wait_for_jobs(slurm.jobs, p["timeout"], p["poll"], since,
-                                                         p["return_after"], module.check_mode)
-        result.update(jobs=jobs, waited=waited, timed_out=timed_out, waiting=waiting,
-                      progress=progress_line(node, jobs, waited, p["timeout"]))
-        if timed_out and p["on_timeout"] == "fail":
-            module.fail_json(
-                msg="%s: %d job(s) still running after %d s (%s); the node stays drained (%s)"
-                    % (node, len(jobs), p["timeout"], ", ".join(jobs), result["reason"]),
-                **result)
-        if timed_out:
-            module.warn("%s: jobs %s still running after %d s; going on (on_timeout=proceed)"
-                        % (node, ", ".join(jobs), p["timeout"]))
+        fields, failure, warning = drained(slurm.jobs, node, p, since, module.check_mode,
+                                           "the node stays drained (%s)" % result["reason"])
+        result.update(fields)
+        if failure:
+            module.fail_json(msg=failure, **result)
+        if warning:
+            module.warn(warning)
     module.exit_json(**result)
 
 

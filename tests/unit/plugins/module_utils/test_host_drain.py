@@ -64,3 +64,18 @@ def test_the_progress_line():
     assert drain.progress_line("n1", ["1", "2"], 65, 3600) == "n1: 2 job(s) left (1, 2); waited 1m05s of 60m00s"
     assert drain.progress_line("n1", [], 5, 3600) == "n1: no job left; waited 0m05s"
     assert drain.progress_line("n1", list(range(12)), 0, 60).endswith("(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ...); waited 0m00s of 1m00s")
+
+
+def test_drained_reports_the_wait_and_what_a_timeout_means():
+    """The fields, the failure and the warning both drain modules report (a deadline long past: no waiting)."""
+    params = dict(timeout=30, poll=10, return_after=0, on_timeout="fail")
+    fields, failure, warning = drain.drained(lambda: ["12", "12_3"], "n1", params, 0.0, False,
+                                             "the node stays drained (x)")
+    assert fields["jobs"] == ["12", "12_3"] and fields["timed_out"] is True and fields["waiting"] is False
+    assert fields["progress"].startswith("n1: 2 job(s) left (12, 12_3); waited ")
+    assert failure == "n1: 2 job(s) still running after 30 s (12, 12_3); the node stays drained (x)"
+    assert warning is None
+    _fields, failure, warning = drain.drained(lambda: [7], "h1", dict(params, on_timeout="proceed"), 0.0, False, "-")
+    assert failure is None and warning == "h1: jobs 7 still running after 30 s; going on (on_timeout=proceed)"
+    fields, failure, warning = drain.drained(lambda: [], "h1", params, 0.0, False, "-")
+    assert fields["jobs"] == [] and fields["timed_out"] is False and failure is None and warning is None
