@@ -21,12 +21,16 @@ waited on the old inode re-checks that the path still names the inode it locked
 and starts over if not, so two concurrent writers serialise and neither update is
 lost.  A file that does not exist yet is locked through its parent directory.
 
-An existing file keeps its mode, owner, group and SELinux context.  The context is the file's
-``security.selinux`` extended attribute (what ``ls -Z`` shows and libselinux's getfilecon reads), so
-no SELinux bindings are needed: where the file has one, the temp file is given the same before the
-rename (as Ansible's ``atomic_move`` does), and a context that cannot be kept fails the edit with the
-target unchanged.  Where SELinux is not enabled (no selinuxfs), or the file has no such attribute,
-nothing is read or set.  A new file gets the context the policy gives a new file in its directory.
+An existing file keeps its mode, owner, group and SELinux context, as Ansible's ``atomic_move`` keeps
+them: the context is read from the file and set on the temp file before the rename, so the file never
+appears without it.  Where the Python running this has the ``selinux`` bindings (libselinux), they read
+and set it (``lgetfilecon``, ``lsetfilecon``) once ``is_selinux_enabled()`` says SELinux is on, and a new
+file gets the policy's default context for its path (``matchpathcon``).  Without the bindings the context
+is the file's ``security.selinux`` extended attribute (what ``ls -Z`` shows), read and set where selinuxfs
+is mounted; a new file then gets the context the kernel gives a new file in its directory.  A context that
+cannot be set fails the edit with the target unchanged, unless the filesystem takes no labels (ENOTSUP,
+e.g. NFS without labelled NFS): that file keeps the label of its mount, as with ``atomic_move``.  Where
+SELinux is not enabled nothing is read or set.
 Run as root, the new file is given owner and group; run as another user, it can keep only an
 owner that is that user and a group that user belongs to: the transaction keeps what it can and warns,
 naming the old and the new owner, when the owner or the group changes (in check
@@ -311,40 +315,108 @@ def _owner_warning(shown, before, after, check_mode=False):
                 _user_name(os.geteuid())))
 
 
-# The extended attribute that holds a file's SELinux context (security.selinux); the os functions are
-# looked up at call time so that tests can fake them at this boundary.
+# The extended attribute that holds a file's SELinux context, read and set where the bindings are missing.
 SELINUX_XATTR = "security.selinux"
-_NO_XATTR = frozenset(getattr(errno, name) for name in ("ENODATA", "ENOATTR", "ENOTSUP", "EOPNOTSUPP")
-                      if hasattr(errno, name))
-
-
 # Mounted where SELinux is enabled (libselinux's is_selinux_enabled looks for the same filesystem).
 SELINUXFS = "/sys/fs/selinux"
+# A filesystem that takes no labels: setting one fails with these, and the file keeps its mount's label.
+_NO_LABEL_SUPPORT = frozenset(getattr(errno, name) for name in ("ENOTSUP", "EOPNOTSUPP") if hasattr(errno, name))
+# Reading: a file without a context, or a filesystem without labels.
+_NO_LABEL = _NO_LABEL_SUPPORT | frozenset(getattr(errno, name) for name in ("ENODATA", "ENOATTR") if hasattr(errno, name))
 
 
-def _selinux_enabled():
-    return os.path.isfile(os.path.join(SELINUXFS, "enforce"))
+def _selinux_bindings():
+    """The ``selinux`` Python bindings (libselinux), or ``None`` where they are not installed.
 
-
-def _selinux_context(fd):
-    """The SELinux context of the open file ``fd`` (bytes, as stored), or ``None`` where SELinux is not
-    enabled or the file has none."""
-    getxattr = getattr(os, "getxattr", None)
-    if getxattr is None or not _selinux_enabled():
-        return None
+    The one place they are imported, lazily: most nodes have none.  Tests put a fake module in
+    ``sys.modules['selinux']`` (``None`` there: not installed).  The ``selinux`` shim from PyPI counts as
+    not installed where it found no real bindings to load: it then raises a plain ``Exception``, or
+    (where it sees no SELinux system) offers ``is_selinux_enabled`` alone, always 0."""
     try:
-        return getxattr(fd, SELINUX_XATTR)
-    except OSError as exc:
-        if exc.errno in _NO_XATTR:
+        import selinux
+    except Exception:  # ImportError, or the shim's failure to find the real bindings
+        return None
+    return selinux if hasattr(selinux, "lsetfilecon") else None
+
+
+class _BindingLabels:
+    """SELinux contexts through the ``selinux`` bindings, read and set as Ansible's ``atomic_move`` does."""
+
+    def __init__(self, bindings):
+        self._selinux = bindings
+
+    def get(self, path):
+        return self._selinux.lgetfilecon(path)[1]
+
+    def set(self, path, context):
+        self._selinux.lsetfilecon(path, context)
+
+    def default(self, path, mode):
+        """The policy's context for a new file at ``path`` (``matchpathcon``); ``None`` where it has none."""
+        try:
+            found, context = self._selinux.matchpathcon(path, mode)
+        except OSError:
             return None
-        raise
+        return context if found >= 0 else None
+
+
+class _XattrLabels:
+    """SELinux contexts as the ``security.selinux`` extended attribute, for a Python without the bindings.
+
+    It knows no policy: a new file gets the context the kernel gives it."""
+
+    def get(self, path):
+        return os.getxattr(path, SELINUX_XATTR).rstrip(b"\0").decode("utf-8", "surrogateescape")
+
+    def set(self, path, context):
+        os.setxattr(path, SELINUX_XATTR, context.encode("utf-8", "surrogateescape") + b"\0")
+
+    def default(self, path, mode):
+        return None
+
+
+def _selinux_labels():
+    """How SELinux contexts are read and set here, or ``None`` where SELinux is not enabled: the bindings
+    where they are installed (their ``is_selinux_enabled`` decides), else the extended attribute where
+    selinuxfs is mounted."""
+    bindings = _selinux_bindings()
+    if bindings is not None:
+        return _BindingLabels(bindings) if bindings.is_selinux_enabled() else None
+    if hasattr(os, "setxattr") and os.path.isfile(os.path.join(SELINUXFS, "enforce")):
+        return _XattrLabels()
+    return None
+
+
+def _selinux_context(labels, real, shown, exists, mode):
+    """The context the new ``real`` is to have: the one of the file it replaces, or for a new file the
+    policy's default; ``None``: none to set (SELinux not enabled, no label, left to the kernel)."""
+    if labels is None:
+        return None
+    if not exists:
+        return labels.default(real, stat.S_IFREG | mode)
+    try:
+        return labels.get(real)
+    except OSError as exc:
+        if exc.errno in _NO_LABEL:
+            return None
+        raise FileEditError("cannot read the SELinux context: %s" % exc.strerror, path=shown)
+
+
+def _set_context(labels, tmp_path, context):
+    """Give the temp file ``context``.  A filesystem that takes no labels (ENOTSUP) is no error: the file
+    keeps the label of its mount, as with ``atomic_move``."""
+    try:
+        labels.set(tmp_path, context)
+    except OSError as exc:
+        if exc.errno not in _NO_LABEL_SUPPORT:
+            raise
 
 
 def _write_temp_then_rename(data, dest, target, mode, owner, shown, what, validate=None, times=None,
-                            context=None):
+                            labels=None, context=None):
     """Write ``data`` to a temp file next to ``dest``, fsync it, give it ``mode``
-    and ``owner`` (as much of it as this user may) and the SELinux ``context`` (when not ``None``),
-    then rename it onto ``dest``.
+    and ``owner`` (as much of it as this user may) and the SELinux ``context`` (when not ``None``,
+    through ``labels``: see :func:`_selinux_labels`), then rename it onto ``dest``.
     The temp file is removed on any failure.  Returns the owner the file has.
 
     The temp file is named after the edited ``target`` (also for a backup), so the
@@ -369,8 +441,8 @@ def _write_temp_then_rename(data, dest, target, mode, owner, shown, what, valida
             os.close(fd)
         os.chmod(tmp_path, mode)
         if context is not None:
-            step = "keep the SELinux context %s on %s" % (context.rstrip(b"\0").decode("utf-8", "replace"), what)
-            os.setxattr(tmp_path, SELINUX_XATTR, context)
+            step = "set the SELinux context %s on %s" % (context, what)
+            _set_context(labels, tmp_path, context)
         if times is not None:
             os.utime(tmp_path, ns=times)
         if validate is not None:
@@ -402,12 +474,12 @@ def _fsync_dir(directory):
         return
 
 
-def _backup(real, shown, data, st, context):
+def _backup(real, shown, data, st, labels, context):
     stamp = time.strftime("%Y-%m-%d@%H:%M:%S")
     dest = "%s.%d.%s~" % (real, os.getpid(), stamp)
     owner = (st.st_uid, st.st_gid) if os.geteuid() == 0 else None
     _write_temp_then_rename(data, dest, real, stat.S_IMODE(st.st_mode), owner, shown, "backup",
-                            times=(st.st_atime_ns, st.st_mtime_ns), context=context)
+                            times=(st.st_atime_ns, st.st_mtime_ns), labels=labels, context=context)
     return dest
 
 
@@ -480,20 +552,18 @@ def edit_file(path, compute, check_mode=False, backup=False, create=False,
         except UnicodeEncodeError as exc:
             raise FileEditError("the new content cannot be written as UTF-8: %s" % exc.reason, path=path)
         st = os.fstat(fd) if exists else None
-        try:
-            context = _selinux_context(fd) if exists else None
-        except OSError as exc:
-            raise FileEditError("cannot read the SELinux context: %s" % exc.strerror, path=path)
-        if backup and exists:
-            result.backup_file = _backup(real, path, data, st, context)
         if st is not None:
             mode = stat.S_IMODE(st.st_mode)
             owner = (st.st_uid, st.st_gid)
         else:
             mode, owner = new_mode, None
+        labels = _selinux_labels()
+        context = _selinux_context(labels, real, path, exists, mode)
+        if backup and exists:
+            result.backup_file = _backup(real, path, data, st, labels, context)
         kept = _write_temp_then_rename(encoded, real, real, mode, owner, path,
                                        "temporary file in %s" % os.path.dirname(real), validate=validate,
-                                       context=context)
+                                       labels=labels, context=context)
         _fsync_dir(os.path.dirname(real))
         warning = _owner_warning(path, owner, kept) if owner is not None else None
         if warning:

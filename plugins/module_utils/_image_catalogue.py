@@ -77,6 +77,11 @@ When none fits, :class:`NoFitError` names the node and every variant with all it
 
 (one line in practice). Variants are separated by ``; ``, a variant's reasons by ``, ``.
 
+Node images (:func:`node_image`): a node keeps its variant of each logical image under one local name,
+``localhost/hpc-node/<logical name>:node`` by default, which an LSF profile's ``image()``, srun-docker and a
+plain ``docker run`` name, so that no job start has to resolve anything. ``--node-image REPOSITORY`` makes the
+command print that name (still exit 3, with the reasons, when no variant fits).
+
 LSF host resources (:func:`lsf_resources`, definitions in :data:`LSF_RESOURCES`): static
 ``Numeric`` resources with integer values only (LSF resource names allow letters, digits and
 ``_``; a ``-`` or ``.`` in a value would be read as an operator in a ``select[]`` string, and
@@ -109,7 +114,7 @@ __all__ = [
     "ARCHITECTURES", "LSF_RESOURCES", "ImageCatalogueError", "CatalogueError", "PlatformError", "NoFitError",
     "normalize_architecture", "validate", "validate_image", "platform", "check_platform", "describe_platform",
     "evaluate", "select", "render_platform", "render_catalogue", "lsf_resources", "index_features", "image_index",
-    "main",
+    "node_image", "node_images", "main",
 ]
 
 ARCHITECTURES = ("x86_64", "ppc64le", "aarch64")
@@ -118,6 +123,10 @@ _ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64", "ppc64el": "ppc64le", "p
 # Where the role installs the files the command reads by default.
 DEFAULT_CATALOGUE = "/etc/hpc-gpu-containers/images.json"
 DEFAULT_PLATFORM = "/etc/hpc-gpu-containers/platform.json"
+
+# The name a node keeps its variant of a logical image under: NODE_REPOSITORY/<logical name>:NODE_TAG.
+DEFAULT_NODE_REPOSITORY = "localhost/hpc-node"
+NODE_TAG = "node"
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -141,6 +150,15 @@ _IMAGE_RE = re.compile(
     r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
     r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?\Z"
 )
+
+# A node image repository: a registry host first (so that a name the node lacks is never looked up on Docker Hub),
+# then lower-case path components.
+_REPOSITORY_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_NODE_REPOSITORY_RE = re.compile(
+    r"^(?:localhost|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)"
+    r"|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+)"
+    r"(?:/%s)+\Z" % _REPOSITORY_COMPONENT)
+_REPOSITORY_COMPONENT_RE = re.compile(r"^%s\Z" % _REPOSITORY_COMPONENT)
 
 _FIELDS = ("name", "image", "architecture", "cpu_level", "cuda", "driver", "compute_capabilities", "ptx", "gpu")
 _PLATFORM_FIELDS = ("architecture", "cpu_level", "driver", "cuda", "compute_capabilities")
@@ -747,6 +765,42 @@ def builds(catalogue, sources, architecture, index_tag=""):
     return out
 
 
+# ---------------------------------------------------------------- node images
+
+
+def node_image(logical_name, repository=DEFAULT_NODE_REPOSITORY):
+    """The local name under which a node keeps its variant of ``logical_name``: ``REPOSITORY/<name>:node``.
+
+    The logical name is lower-cased (Docker repository names are lower case). ``repository`` must start with a
+    registry host (``localhost``, a name with a dot, or host:port), so that an image a node lacks is never
+    looked up on Docker Hub, where anybody could publish one under that name.
+    """
+    if not isinstance(repository, str) or not _NODE_REPOSITORY_RE.match(repository):
+        raise CatalogueError("node image repository %r: a registry host (localhost, a name with a dot, or host:port) "
+                             "and lower-case path components, e.g. %s" % (repository, DEFAULT_NODE_REPOSITORY))
+    component = str(logical_name).lower()
+    if not _REPOSITORY_COMPONENT_RE.match(component):
+        raise CatalogueError("%s: a logical image whose node image is kept under %s must be usable as a Docker "
+                             "repository name (letters and digits, with single ., _, __ or - between them)"
+                             % (logical_name, repository))
+    return "%s/%s:%s" % (repository, component, NODE_TAG)
+
+
+def node_images(catalogue, repository=DEFAULT_NODE_REPOSITORY):
+    """Logical image name to :func:`node_image`, for every logical image of ``catalogue``; two names that would
+    share one node image (they differ only in case) are an error."""
+    out = {}
+    seen = {}
+    for name in sorted(catalogue, key=str):
+        image = node_image(name, repository)
+        if image in seen:
+            raise CatalogueError("%s and %s: both would be kept on the nodes as %s (logical image names that differ "
+                                 "only in case)" % (seen[image], name, image))
+        seen[image] = name
+        out[name] = image
+    return out
+
+
 # ---------------------------------------------------------------- command
 
 
@@ -766,7 +820,8 @@ def _load(path, what):
 
 
 def main(argv=None, stdout=None, stderr=None):
-    """The node command: print the image for LOGICAL_NAME. Exit 0; 2 bad input; 3 no variant fits."""
+    """The node command: print the image for LOGICAL_NAME (or its node image name, ``--node-image``).
+    Exit 0; 2 bad input; 3 no variant fits."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     parser = argparse.ArgumentParser(
@@ -777,6 +832,9 @@ def main(argv=None, stdout=None, stderr=None):
     parser.add_argument("--platform", default=DEFAULT_PLATFORM, help="this node's platform, JSON (default: %(default)s)")
     parser.add_argument("--node", default=None, help="the node name in messages (default: the short host name)")
     parser.add_argument("--explain", action="store_true", help="also print every variant's verdict, on stderr")
+    parser.add_argument("--node-image", metavar="REPOSITORY", default=None,
+                        help="print the name the node keeps its variant under (REPOSITORY/<name>:%s), not the "
+                             "variant's image" % NODE_TAG)
     parser.add_argument("logical_name", metavar="LOGICAL_NAME")
     args = parser.parse_args(argv)
     node = args.node or socket.gethostname().split(".")[0]
@@ -790,6 +848,7 @@ def main(argv=None, stdout=None, stderr=None):
             raise ImageCatalogueError("%s: %s" % (args.platform, err))
         try:
             chosen, verdicts = evaluate(catalogue, args.logical_name, node_platform)
+            shown = node_image(args.logical_name, args.node_image) if args.node_image is not None else None
         except CatalogueError as err:
             raise ImageCatalogueError("%s: %s" % (args.catalogue, err))
     except ImageCatalogueError as err:
@@ -805,7 +864,7 @@ def main(argv=None, stdout=None, stderr=None):
     if chosen is None:
         stderr.write("image-variant: %s\n" % _no_fit_message(args.logical_name, node, node_platform, verdicts))
         return EXIT_NO_FIT
-    stdout.write(chosen["image"] + "\n")
+    stdout.write((shown or chosen["image"]) + "\n")
     return EXIT_OK
 
 

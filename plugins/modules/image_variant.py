@@ -91,6 +91,16 @@ options:
         picked.
     type: path
     version_added: 0.2.0
+  node_repository:
+    description:
+      - Also return, in RV(node_images), the local name under which the node keeps its variant of each logical
+        image it can run, C(<node_repository>/<logical name in lower case>:node), and in RV(stale_node_images) that
+        name for each logical image no variant fits (a node image left from an earlier choice, to remove).
+      - It must start with a registry host (C(localhost), a name with a dot, or C(host:port)), so that a node
+        image a node lacks is never looked up on Docker Hub.
+      - The module tags nothing; the C(image_variants) role's C(node) entry point does.
+    type: str
+    version_added: 0.3.0
 attributes:
   check_mode:
     support: full
@@ -202,6 +212,20 @@ backup_file:
   returned: changed and O(backup=true)
   type: dict
   sample: {/etc/hpc-gpu-containers/platform.json: /etc/hpc-gpu-containers/platform.json.2210.2026-01-01@10:00:00~}
+node_images:
+  description: Logical image name to its node image name, for each logical image a variant fits (O(node_repository)).
+  returned: when O(node_repository) is set
+  type: dict
+  sample:
+    powerai: localhost/hpc-node/powerai:node
+  version_added: 0.3.0
+stale_node_images:
+  description: The node image names of the logical images no variant fits (O(node_repository)).
+  returned: when O(node_repository) is set
+  type: list
+  elements: str
+  sample: [localhost/hpc-node/hopper:node]
+  version_added: 0.3.0
 unresolved:
   description: Logical image name to the message saying why no variant fits, naming each variant and its reasons.
   returned: always
@@ -237,6 +261,7 @@ def main():
             platform_file=dict(type="path"),
             catalogue_file=dict(type="path"),
             command_file=dict(type="path"),
+            node_repository=dict(type="str"),
             **FILE_EDIT_ARGS,
         ),
         supports_check_mode=True,
@@ -247,6 +272,11 @@ def main():
         catalogue = _image_catalogue.validate(params["catalogue"])
     except _image_catalogue.CatalogueError as err:
         module.fail_json(msg="catalogue: %s" % err)
+    try:
+        named = (_image_catalogue.node_images(catalogue, params["node_repository"])
+                 if params["node_repository"] is not None else None)
+    except _image_catalogue.CatalogueError as err:
+        module.fail_json(msg="node_repository: %s" % err)
     try:
         node_platform = _image_catalogue.platform(params["gpu_facts"])
     except _image_catalogue.PlatformError as err:
@@ -271,6 +301,9 @@ def main():
         verdicts = {variant["name"]: verdict for variant, verdict in others}
         verdicts[chosen["name"]] = "chosen"
         result["verdicts"][name] = {variant["name"]: verdicts[variant["name"]] for variant in catalogue[name]["variants"]}
+    if named is not None:
+        result["node_images"] = dict((name, named[name]) for name in result["variants"])
+        result["stale_node_images"] = [named[name] for name in sorted(result["unresolved"])]
     files = [(params["platform_file"], _image_catalogue.render_platform(node_platform)),
              (params["catalogue_file"], _image_catalogue.render_catalogue(catalogue))]
     if params["command_file"]:

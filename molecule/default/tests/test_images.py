@@ -6,8 +6,9 @@
 The logical image ``deeplearning`` has three variants, built on head from files/variants, pushed, recorded and
 published as one index with their platform features (image_variants); gpu01 (V100, cc 7.0, driver 470 = CUDA 11.4) and gpu02
 (A100, cc 8.0, driver 535 = CUDA 12.2) need different ones, and the CPU-level variant is picked only where the
-machine has AVX-512 (x86-64-v4). ``bsub -app deeplearning`` runs, through the profile's own starter, the variant
-the rule picks for the node the job lands on: each variant image prints its own name. ``hopper`` fits no node:
+machine has AVX-512 (x86-64-v4). Each GPU node keeps its variant as localhost/hpc-node/deeplearning:node, which
+the profile's image() names: ``bsub -app deeplearning`` runs the variant the rule picks for the node the job lands
+on (each variant image prints its own name), and a re-pointed node image is drift. ``hopper`` fits no node:
 its job fails at start with the reason of its variant. The LSF files carry each host's platform, and the drift
 check reports an edited platform file or catalogue on a node, and a variant replaced in the registry.
 """
@@ -34,6 +35,7 @@ VARIANTS = ("cuda12-sm80-avx512", "cuda12-sm80", "cuda11-sm70")
 PLATFORM = "/etc/hpc-gpu-containers/platform.json"
 CATALOGUE = "/etc/hpc-gpu-containers/images.json"
 RECORD = "/etc/hpc-gpu-containers/variant-digests.json"
+NODE_IMAGE = "localhost/hpc-node/%s:node"
 LSF_SHARED = LSF_ENVDIR + "/lsf.shared"
 LSF_CLUSTER = LSF_ENVDIR + "/lsf.cluster.gpucluster"
 
@@ -96,6 +98,46 @@ def test_each_gpu_node_runs_the_variant_built_for_it(name):
     # the resolver on the node, as an admin runs it, says the same
     resolved = node.check_output("python3 /usr/local/lib/hpc-gpu-containers/image_variant.py deeplearning")
     assert resolved == "%s:%s" % (REPO, _expected(name))
+
+
+@pytest.mark.parametrize("name", GPU_NODES)
+def test_each_gpu_node_keeps_its_variant_under_the_node_image_the_profile_names(name):
+    """The default (lsf_docker_image_selection: node): each node tags its own variant under one local name that the
+    profile's image() names, so nothing depends on when LSF's driver reads the image; a plain docker run gets the
+    node's variant too. A logical image no variant fits has no node image there."""
+    node = _node(name)
+    ids = node.check_output("docker image inspect --format '{{.Id}}' %s %s:%s",
+                            NODE_IMAGE % "deeplearning", REPO, _expected(name)).split()
+    assert len(ids) == 2 and ids[0] == ids[1], ids
+    assert node.run("docker image inspect %s", NODE_IMAGE % "hopper").rc != 0
+    assert node.check_output("docker run --rm --network=none %s /bin/busybox cat /etc/hpc-variant",
+                             NODE_IMAGE % "deeplearning") == _expected(name)
+    assert node.check_output("python3 /usr/local/lib/hpc-gpu-containers/image_variant.py --node-image "
+                             "localhost/hpc-node deeplearning") == NODE_IMAGE % "deeplearning"
+    applications = node.file("%s/lsbatch/gpucluster/configdir/lsb.applications" % LSF_ENVDIR).content_string
+    assert "image(%s)" % (NODE_IMAGE % "deeplearning") in applications
+    assert "$LSB_CONTAINER_IMAGE" not in applications
+
+
+def test_a_node_image_pointed_elsewhere_is_drift_that_the_next_run_repairs():
+    """Another image tagged as gpu01's node image: the fingerprint differs, the drift check names the tag it would
+    move back, and a run moves it back to the node's variant."""
+    node = _node("gpu01")
+    variant_id = node.check_output("docker image inspect --format '{{.Id}}' %s:%s", REPO, _expected("gpu01"))
+    node.run_expect([0], "docker tag head:5000/hpc/verify:1 %s" % (NODE_IMAGE % "deeplearning"))
+    try:
+        rc, fast_path = adhoc("gpu01", "hpc.gpu_containers.drift_fingerprint",
+                              {"inputs": "{{ lookup('hpc.gpu_containers.drift_inputs') }}"}, become=True)
+        assert rc == 0 and not fast_path["clean"], fast_path
+        assert any(NODE_IMAGE % "deeplearning" in item for item in fast_path["differences"]), fast_path
+        drift = _site("gpu01", tags="images")
+        assert drift.returncode == 0, drift.stdout[-3000:] + drift.stderr[-3000:]
+        assert "Tag each variant under its node image name" in drift.stdout
+        assert _changed(drift, "gpu01") > 0, drift.stdout[-3000:]
+    finally:
+        repair = _site("gpu01", tags="images", check=False)
+    assert repair.returncode == 0, repair.stdout[-3000:] + repair.stderr[-3000:]
+    assert node.check_output("docker image inspect --format '{{.Id}}' %s", NODE_IMAGE % "deeplearning") == variant_id
 
 
 def test_the_gpu_nodes_need_different_variants():

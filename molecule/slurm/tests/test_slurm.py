@@ -123,6 +123,33 @@ def test_slurm_knows_each_nodes_platform_and_jobs_pick_nodes_by_it(host):
     assert refused.rc != 0 and "slurm-n" not in refused.stdout
 
 
+def test_a_logical_image_runs_each_nodes_own_variant(host):
+    """srun-docker given a logical image of the catalogue (group_vars: image_variants_catalogue) runs, on each node,
+    the variant built for it, which the image_variants role keeps there as localhost/hpc-node/deeplearning:node;
+    one 2-node step gets each node's own. The variant image prints its name."""
+    expected = {"slurm-n1": "cuda11-sm70", "slurm-n2": "cuda12-sm80"}
+    for name, variant in expected.items():
+        image_id = node(name).check_output("docker image inspect --format '{{.Id}}' localhost/hpc-node/deeplearning:node")
+        assert image_id == node(name).check_output(
+            "docker image inspect --format '{{.Id}}' %s:5000/hpc/deeplearning:%s" % (CONTROLLER, variant))
+    # one job, two steps on the same two nodes: where each task runs, and the variant each task's container has
+    script = ("srun --label --ntasks=2 --ntasks-per-node=1 hostname -s; "
+              "srun --label --ntasks=2 --ntasks-per-node=1 srun-docker deeplearning -- /bin/busybox cat /etc/hpc-variant")
+    result = as_user(host, "salloc --nodes=2 --quiet sh -c %s" % _quote(script))
+    assert result.rc == 0, result.stdout + result.stderr
+    lines = [line.split(": ", 1) for line in result.stdout.strip().splitlines() if ": " in line]
+    nodes = {task: value for task, value in lines if value.startswith("slurm-")}
+    variants = {task: value for task, value in lines if not value.startswith("slurm-")}
+    assert {nodes[task]: variant for task, variant in variants.items()} == expected, result.stdout
+    assert job_containers() == {name: [] for name in NODES}
+    # a logical image no variant fits: no node image, and the job fails before any container, with the reason
+    assert node(NODES[0]).run("docker image inspect localhost/hpc-node/hopper:node").rc != 0
+    refused = as_user(host, "srun --nodes=1 --nodelist=%s srun-docker hopper -- true" % NODES[0])
+    assert refused.rc != 0, refused.stdout + refused.stderr
+    assert "hopper: no variant fits %s" % NODES[0] in refused.stderr, refused.stderr
+    assert "cuda12.4-sm90: needs CUDA 12.4" in refused.stderr, refused.stderr
+
+
 def test_docker_group_on_the_controller(host):
     ids = {name: node(name).group("docker").gid for name in NODES}
     assert len(set(ids.values())) == 1

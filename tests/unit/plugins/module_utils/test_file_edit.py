@@ -6,8 +6,10 @@ attributes, validation, error locations, crash safety and concurrent writers."""
 import errno
 import multiprocessing
 import os
+import re
 import signal
 import stat
+import sys
 import time
 
 import pytest
@@ -534,9 +536,198 @@ def test_missing_directory_without_parent_mode_is_an_error(tmp_path):
     assert not path.parent.exists()
 
 
-# SELinux: the context is the security.selinux extended attribute. Root on ext4/xfs/tmpfs can set it
-# without SELinux loaded, so the kernel itself carries it here; the failure path fakes the boundary.
-CONTEXT = b"system_u:object_r:container_config_t:s0\0"
+# SELinux through the bindings: a fake ``selinux`` module at the import boundary (sys.modules), its labels
+# kept per inode as the kernel keeps them, so a label set on the temp file travels with the rename.
+CONTEXT_TEXT = "system_u:object_r:container_config_t:s0"
+DEFAULT_TEXT = "system_u:object_r:etc_t:s0"
+
+
+class FakeSelinux:
+    """Stands in for the ``selinux`` bindings and records every call; ``lsetfilecon`` also records what
+    the target held at that moment."""
+
+    def __init__(self, target, enabled=True, default=None, set_errno=None, get_errno=None):
+        self.target = target
+        self.enabled = enabled
+        self.default = default
+        self.set_errno = set_errno
+        self.get_errno = get_errno
+        self.labels = {}
+        self.calls = []
+
+    def label(self, path, context):
+        self.labels[os.stat(path).st_ino] = context
+
+    def is_selinux_enabled(self):
+        self.calls.append(("is_selinux_enabled",))
+        return 1 if self.enabled else 0
+
+    def lgetfilecon(self, path):
+        self.calls.append(("lgetfilecon", path))
+        context = self.labels.get(os.lstat(path).st_ino)
+        if self.get_errno or context is None:
+            number = self.get_errno or errno.ENODATA
+            raise OSError(number, os.strerror(number), path)
+        return [len(context) + 1, context]
+
+    def lsetfilecon(self, path, context):
+        target = self.target.read_bytes() if self.target.exists() else None
+        self.calls.append(("lsetfilecon", path, context, target))
+        if self.set_errno:
+            raise OSError(self.set_errno, os.strerror(self.set_errno), path)
+        self.label(path, context)
+        return 0
+
+    def matchpathcon(self, path, mode):
+        self.calls.append(("matchpathcon", path, mode))
+        if self.default is None:
+            raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        return [0, self.default]
+
+    def names(self):
+        return [call[0] for call in self.calls]
+
+
+def _bindings(monkeypatch, fake):
+    monkeypatch.setitem(sys.modules, "selinux", fake)
+    return fake
+
+
+@pytest.fixture
+def no_bindings(monkeypatch):
+    """The ``selinux`` bindings not installed (``import selinux`` raises ImportError)."""
+    monkeypatch.setitem(sys.modules, "selinux", None)
+
+
+def _is_temp_of(tmp, target):
+    """Whether ``tmp`` is a temp file of the transaction on ``target`` (same directory, named after it)."""
+    pattern = r"\.%s\.[a-z0-9_]{8}\.tmp\Z" % re.escape(target.name)
+    return os.path.dirname(tmp) == str(target.parent) and re.match(pattern, os.path.basename(tmp)) is not None
+
+
+def test_the_bindings_copy_the_context_onto_the_temp_file_before_the_rename(conf, monkeypatch):
+    fake = _bindings(monkeypatch, FakeSelinux(conf))
+    fake.label(conf, CONTEXT_TEXT)
+    old_inode = os.stat(conf).st_ino
+    assert edit_file(str(conf), _append("LSB_CONTAINER=Y")).changed
+    assert fake.names() == ["is_selinux_enabled", "lgetfilecon", "lsetfilecon"]
+    assert fake.calls[1] == ("lgetfilecon", str(conf))
+    _name, tmp, context, target_then = fake.calls[2]
+    assert tmp != str(conf) and _is_temp_of(tmp, conf)  # the temp file, not the target
+    assert context == CONTEXT_TEXT
+    assert target_then == ORIGINAL.encode()  # set before the rename
+    assert os.stat(conf).st_ino != old_inode
+    assert fake.lgetfilecon(str(conf))[1] == CONTEXT_TEXT  # the renamed file carries it
+    assert conf.read_text() == ORIGINAL + "LSB_CONTAINER=Y\n"
+
+
+def test_the_backup_gets_the_context_too(conf, monkeypatch):
+    fake = _bindings(monkeypatch, FakeSelinux(conf))
+    fake.label(conf, CONTEXT_TEXT)
+    result = edit_file(str(conf), _append("LSB_CONTAINER=Y"), backup=True)
+    assert [c[2] for c in fake.calls if c[0] == "lsetfilecon"] == [CONTEXT_TEXT, CONTEXT_TEXT]
+    assert fake.lgetfilecon(result.backup_file)[1] == CONTEXT_TEXT
+    assert fake.lgetfilecon(str(conf))[1] == CONTEXT_TEXT
+
+
+def test_a_new_file_gets_the_policy_default_for_its_path(tmp_path, monkeypatch):
+    path = tmp_path / "daemon.json"
+    fake = _bindings(monkeypatch, FakeSelinux(path, default=DEFAULT_TEXT))
+    assert edit_file(str(path), lambda _t: "{}\n", create=True, new_mode=0o600).created
+    assert fake.names() == ["is_selinux_enabled", "matchpathcon", "lsetfilecon"]
+    assert fake.calls[1] == ("matchpathcon", str(path), stat.S_IFREG | 0o600)
+    _name, tmp, context, target_then = fake.calls[2]
+    assert _is_temp_of(tmp, path) and context == DEFAULT_TEXT and target_then is None
+    assert fake.lgetfilecon(str(path))[1] == DEFAULT_TEXT
+
+
+def test_a_new_file_without_a_policy_default_is_left_to_the_kernel(tmp_path, monkeypatch):
+    path = tmp_path / "daemon.json"
+    fake = _bindings(monkeypatch, FakeSelinux(path))
+    assert edit_file(str(path), lambda _t: "{}\n", create=True).created
+    assert fake.names() == ["is_selinux_enabled", "matchpathcon"]
+    assert path.read_text() == "{}\n"
+
+
+def test_selinux_disabled_makes_no_label_calls(conf, monkeypatch):
+    fake = _bindings(monkeypatch, FakeSelinux(conf, enabled=False))
+    fake.label(conf, CONTEXT_TEXT)
+    assert edit_file(str(conf), _append("LSB_CONTAINER=Y"), backup=True).changed
+    assert fake.names() == ["is_selinux_enabled"]
+    new = conf.parent / "new.conf"
+    assert edit_file(str(new), lambda _t: "x\n", create=True).created
+    assert fake.names() == ["is_selinux_enabled", "is_selinux_enabled"]
+    assert new.read_text() == "x\n"
+
+
+def test_a_file_without_a_context_gets_none_set(conf, monkeypatch):
+    fake = _bindings(monkeypatch, FakeSelinux(conf))
+    assert edit_file(str(conf), _append("LSB_CONTAINER=Y")).changed
+    assert fake.names() == ["is_selinux_enabled", "lgetfilecon"]
+
+
+@pytest.mark.parametrize("number", sorted({errno.ENOTSUP, errno.EOPNOTSUPP}))
+def test_a_filesystem_without_labels_is_no_error(conf, monkeypatch, number):
+    fake = _bindings(monkeypatch, FakeSelinux(conf, set_errno=number))
+    fake.label(conf, "system_u:object_r:nfs_t:s0")
+    assert edit_file(str(conf), _append("LSB_CONTAINER=Y")).changed
+    assert fake.names() == ["is_selinux_enabled", "lgetfilecon", "lsetfilecon"]
+    assert conf.read_text() == ORIGINAL + "LSB_CONTAINER=Y\n"
+    assert _leftovers(conf.parent, ["lsf.conf"]) == []
+
+
+@pytest.mark.parametrize("backup", [False, True])
+def test_a_context_the_bindings_cannot_set_fails_the_edit_and_leaves_the_file(conf, monkeypatch, backup):
+    fake = _bindings(monkeypatch, FakeSelinux(conf, set_errno=errno.EACCES))
+    fake.label(conf, CONTEXT_TEXT)
+    before = os.stat(conf)
+    with pytest.raises(FileEditError) as raised:
+        edit_file(str(conf), _append("LSB_CONTAINER=Y"), backup=backup)
+    message = str(raised.value)
+    assert message.startswith(str(conf) + ": ")
+    assert "SELinux context %s" % CONTEXT_TEXT in message
+    assert "Permission denied" in message
+    assert fake.calls[-1][0] == "lsetfilecon" and fake.calls[-1][1] != str(conf)
+    assert conf.read_bytes() == ORIGINAL.encode()
+    assert os.stat(conf).st_ino == before.st_ino
+    assert _leftovers(conf.parent, ["lsf.conf"]) == []
+
+
+def test_a_context_that_cannot_be_read_fails_the_edit_before_anything_is_written(conf, monkeypatch):
+    fake = _bindings(monkeypatch, FakeSelinux(conf, get_errno=errno.EACCES))
+    with pytest.raises(FileEditError, match="cannot read the SELinux context: Permission denied") as raised:
+        edit_file(str(conf), _append("LSB_CONTAINER=Y"))
+    assert str(conf) in str(raised.value)
+    assert "lsetfilecon" not in fake.names()
+    assert conf.read_bytes() == ORIGINAL.encode()
+    assert _leftovers(conf.parent, ["lsf.conf"]) == []
+
+
+def test_check_mode_and_no_change_make_no_selinux_calls(conf, monkeypatch):
+    fake = _bindings(monkeypatch, FakeSelinux(conf))
+    fake.label(conf, CONTEXT_TEXT)
+    assert edit_file(str(conf), _append("LSB_CONTAINER=Y"), check_mode=True).changed
+    assert not edit_file(str(conf), lambda text: text).changed
+    assert fake.calls == []
+
+
+def test_without_bindings_or_selinuxfs_a_file_is_edited_as_before(conf, monkeypatch, no_bindings):
+    monkeypatch.setattr(_file_edit, "SELINUXFS", str(conf.parent / "no-selinuxfs"))
+
+    def boom(*args):
+        raise OSError(errno.EACCES, "must not be asked")
+
+    monkeypatch.setattr(os, "getxattr", boom)
+    monkeypatch.setattr(os, "setxattr", boom)
+    assert edit_file(str(conf), _append("LSB_CONTAINER=Y"), backup=True).changed
+    assert conf.read_text().endswith("LSB_CONTAINER=Y\n")
+    assert edit_file(str(conf.parent / "new.conf"), lambda _t: "x\n", create=True).created
+
+
+# SELinux without the bindings: the context is the security.selinux extended attribute. Root on
+# ext4/xfs/tmpfs can set it without SELinux loaded, so the kernel itself carries it here; the failure
+# paths fake the boundary.
+CONTEXT = CONTEXT_TEXT.encode() + b"\0"
 XATTR = "security.selinux"
 
 
@@ -549,9 +740,11 @@ def _can_label(path):
 
 
 @pytest.fixture
-def selinux_enabled(monkeypatch):
-    """SELinux taken as enabled (selinuxfs is what tells), whatever this machine runs."""
-    monkeypatch.setattr(_file_edit, "_selinux_enabled", lambda: True)
+def selinux_enabled(monkeypatch, tmp_path_factory, no_bindings):
+    """SELinux taken as enabled (selinuxfs is what tells), whatever this machine runs; no bindings."""
+    selinuxfs = tmp_path_factory.mktemp("selinuxfs")
+    (selinuxfs / "enforce").write_text("1\n")
+    monkeypatch.setattr(_file_edit, "SELINUXFS", str(selinuxfs))
 
 
 def test_an_edit_keeps_the_selinux_context_of_the_file_it_replaces(conf, selinux_enabled):
@@ -565,6 +758,16 @@ def test_an_edit_keeps_the_selinux_context_of_the_file_it_replaces(conf, selinux
     assert os.getxattr(result.backup_file, XATTR) == CONTEXT
 
 
+def test_the_attribute_is_set_on_the_temp_file_before_the_rename(conf, monkeypatch, selinux_enabled):
+    monkeypatch.setattr(os, "getxattr", lambda path, name: CONTEXT)
+    calls = []
+    monkeypatch.setattr(os, "setxattr", lambda path, name, value, *a: calls.append((path, name, value, conf.read_bytes())))
+    assert edit_file(conf, _append("LSB_CONTAINER=Y")).changed
+    assert len(calls) == 1
+    tmp, name, value, target_then = calls[0]
+    assert _is_temp_of(tmp, conf) and (name, value, target_then) == (XATTR, CONTEXT, ORIGINAL.encode())
+
+
 def test_a_file_without_a_context_gets_none(conf, monkeypatch, selinux_enabled):
     calls = []
     real_setxattr = os.setxattr
@@ -576,21 +779,64 @@ def test_a_file_without_a_context_gets_none(conf, monkeypatch, selinux_enabled):
     assert raised.value.errno in (errno.ENODATA, errno.ENOTSUP)
 
 
-def test_a_context_that_cannot_be_kept_fails_the_edit_and_leaves_the_file(conf, monkeypatch, selinux_enabled):
-    monkeypatch.setattr(os, "getxattr", lambda fd, name: CONTEXT)
-
+def _refuse_setxattr(monkeypatch, number):
     def refuse(path, name, value, *args):
-        raise OSError(errno.EPERM, os.strerror(errno.EPERM), path)
+        raise OSError(number, os.strerror(number), path)
 
+    monkeypatch.setattr(os, "getxattr", lambda path, name: CONTEXT)
     monkeypatch.setattr(os, "setxattr", refuse)
+
+
+def test_a_context_that_cannot_be_kept_fails_the_edit_and_leaves_the_file(conf, monkeypatch, selinux_enabled):
+    _refuse_setxattr(monkeypatch, errno.EPERM)
     with pytest.raises(FileEditError) as raised:
         edit_file(conf, _append("LSB_CONTAINER=Y"))
     message = str(raised.value)
     assert str(conf) in message
-    assert "SELinux context system_u:object_r:container_config_t:s0" in message
+    assert "SELinux context system_u:object_r:container_config_t:s0 on" in message
     assert "Operation not permitted" in message
     assert conf.read_bytes() == ORIGINAL.encode()
     assert _leftovers(conf.parent, ["lsf.conf"]) == []
+
+
+def test_a_filesystem_that_takes_no_attribute_is_no_error(conf, monkeypatch, selinux_enabled):
+    _refuse_setxattr(monkeypatch, errno.EOPNOTSUPP)
+    assert edit_file(conf, _append("LSB_CONTAINER=Y")).changed
+    assert conf.read_text() == ORIGINAL + "LSB_CONTAINER=Y\n"
+    assert _leftovers(conf.parent, ["lsf.conf"]) == []
+
+
+def _record_xattr(monkeypatch):
+    calls = []
+    monkeypatch.setattr(os, "getxattr", lambda path, name: calls.append(("get", path)) or CONTEXT)
+    monkeypatch.setattr(os, "setxattr", lambda path, name, value, *a: calls.append(("set", path)))
+    return calls
+
+
+class ShimWithoutBindings:
+    """The PyPI ``selinux`` shim where it found no real bindings: ``is_selinux_enabled`` alone, always 0."""
+
+    @staticmethod
+    def is_selinux_enabled():
+        return 0
+
+
+def test_the_pypi_shim_without_real_bindings_counts_as_no_bindings(conf, monkeypatch, selinux_enabled):
+    monkeypatch.setitem(sys.modules, "selinux", ShimWithoutBindings())
+    calls = _record_xattr(monkeypatch)
+    assert edit_file(conf, _append("LSB_CONTAINER=Y")).changed
+    assert [c[0] for c in calls] == ["get", "set"] and calls[0][1] == str(conf) and _is_temp_of(calls[1][1], conf)
+
+
+def test_bindings_that_fail_to_load_count_as_none(conf, monkeypatch, tmp_path_factory, selinux_enabled):
+    site = tmp_path_factory.mktemp("site")
+    (site / "selinux").mkdir()
+    (site / "selinux" / "__init__.py").write_text('raise Exception("Failed to detect selinux python bindings")\n')
+    monkeypatch.delitem(sys.modules, "selinux")
+    monkeypatch.syspath_prepend(str(site))
+    calls = _record_xattr(monkeypatch)
+    assert edit_file(conf, _append("LSB_CONTAINER=Y")).changed
+    assert [c[0] for c in calls] == ["get", "set"]
 
 
 def test_check_mode_reads_no_context(conf, monkeypatch, selinux_enabled):
@@ -600,15 +846,3 @@ def test_check_mode_reads_no_context(conf, monkeypatch, selinux_enabled):
     monkeypatch.setattr(os, "getxattr", boom)
     monkeypatch.setattr(os, "setxattr", boom)
     assert edit_file(conf, _append("LSB_CONTAINER=Y"), check_mode=True).changed
-
-
-def test_without_selinux_a_labelled_file_is_edited_without_reading_its_context(conf, monkeypatch):
-    monkeypatch.setattr(_file_edit, "SELINUXFS", str(conf.parent / "no-selinuxfs"))
-
-    def boom(*args):
-        raise OSError(errno.EACCES, "must not be asked")
-
-    monkeypatch.setattr(os, "getxattr", boom)
-    monkeypatch.setattr(os, "setxattr", boom)
-    assert edit_file(conf, _append("LSB_CONTAINER=Y")).changed
-    assert conf.read_text().endswith("LSB_CONTAINER=Y\n")

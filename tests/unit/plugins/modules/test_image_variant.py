@@ -146,7 +146,9 @@ def test_documentation_matches_the_argument_spec(monkeypatch):
     assert captured["check_mode"] is True and doc["attributes"]["check_mode"]["support"] == "full"
     assert doc["version_added"] == "0.2.0"
     returned = yaml.safe_load(image_variant.RETURN)
-    assert set(returned) == {"platform", "variants", "chosen", "verdicts", "unresolved", "backup_file"}
+    assert set(returned) == {"platform", "variants", "chosen", "verdicts", "unresolved", "backup_file", "node_images",
+                             "stale_node_images"}
+    assert doc["options"]["node_repository"]["version_added"] == "0.3.0"
     yaml.safe_load(image_variant.EXAMPLES)
 
 
@@ -214,3 +216,44 @@ def test_the_node_command_is_installed_with_its_directory_and_is_the_rule_the_mo
     fixed = run(capsys, _ansible_diff=True, **args)
     assert fixed["changed"] is True and command_file.read_bytes() == Path(_image_catalogue.__file__).read_bytes()
     assert run(capsys, **args)["changed"] is False
+
+
+def test_node_images_name_each_runnable_logical_image_and_the_stale_ones(capsys, tmp_path):
+    """A node keeps its variant under one local name; a logical image no variant fits is named for removal. The
+    node's command prints the same name (--node-image), and still fails with the reasons where none fits."""
+    res = run(capsys, catalogue=CATALOGUE, gpu_facts=facts("gpu01"), node="gpu01", node_repository="localhost/hpc-node",
+              platform_file=str(tmp_path / "platform.json"), catalogue_file=str(tmp_path / "images.json"))
+    assert res["node_images"] == {"powerai": "localhost/hpc-node/powerai:node"}
+    assert res["stale_node_images"] == ["localhost/hpc-node/hopper-only:node"]
+    files = ["--catalogue", str(tmp_path / "images.json"), "--platform", str(tmp_path / "platform.json"), "--node", "gpu01"]
+    out, err = io.StringIO(), io.StringIO()
+    assert _image_catalogue.main(files + ["--node-image", "localhost/hpc-node", "powerai"], out, err) == 0
+    assert out.getvalue() == "localhost/hpc-node/powerai:node\n"
+    out, err = io.StringIO(), io.StringIO()
+    assert _image_catalogue.main(files + ["--node-image", "localhost/hpc-node", "hopper-only"], out, err) == 3
+    assert out.getvalue() == "" and "hopper-only: no variant fits gpu01" in err.getvalue()
+    # without node_repository the result is as before
+    assert "node_images" not in run(capsys, catalogue=CATALOGUE, gpu_facts=facts("gpu01"), node="gpu01")
+
+
+@pytest.mark.parametrize("repository", ["hpc-node", "docker.io", "localhost/HPC", "localhost/a//b", "localhost/-x",
+                                        "localhost/hpc-node/", "localhost/x y", "localhost/x\n"])
+def test_a_node_repository_that_could_reach_docker_hub_or_is_no_repository_is_refused(capsys, repository):
+    res = run(capsys, catalogue=CATALOGUE, gpu_facts=facts("gpu01"), node="gpu01", node_repository=repository)
+    assert res["failed"] is True and res["msg"].startswith("node_repository: node image repository %r" % repository)
+
+
+def test_logical_names_that_share_a_node_image_or_cannot_be_one_are_refused(capsys):
+    variant = CATALOGUE["powerai"]
+    res = run(capsys, catalogue={"powerai": variant, "PowerAI": variant}, gpu_facts=facts("gpu01"), node="gpu01",
+              node_repository="localhost/hpc-node")
+    assert res["failed"] is True
+    assert res["msg"] == ("node_repository: PowerAI and powerai: both would be kept on the nodes as "
+                          "localhost/hpc-node/powerai:node (logical image names that differ only in case)")
+    res = run(capsys, catalogue={"a..b": variant}, gpu_facts=facts("gpu01"), node="gpu01",
+              node_repository="registry.example.com:5000/hpc")
+    assert res["failed"] is True and res["msg"].startswith("node_repository: a..b: a logical image whose node image")
+    # a host with a dot or a port is a registry host
+    assert run(capsys, catalogue={"Deep_Learning": variant}, gpu_facts=facts("gpu02"), node="gpu02",
+               node_repository="registry.example.com:5000/hpc")["node_images"] == {
+        "Deep_Learning": "registry.example.com:5000/hpc/deep_learning:node"}

@@ -44,6 +44,8 @@ def render(serverdir, **overrides):
         "lsf_docker_gpu_driver_capabilities": "compute,utility",
         "__lsf_docker_layout": {"serverdir": str(serverdir), "envdir": str(serverdir) + "/no-envdir"},
         "lsf_docker_image_resolver": str(RESOLVER),
+        "lsf_docker_image_selection": "node",
+        "lsf_docker_node_image_repository": "localhost/hpc-node",
         "lsf_docker_catalogue_file": "/etc/hpc-gpu-containers/images.json",
         "lsf_docker_platform_file": "/etc/hpc-gpu-containers/platform.json",
         "lsf_docker_client": "/usr/bin/docker",
@@ -192,17 +194,28 @@ def image_files(tmp_path):
     return {"lsf_docker_catalogue_file": str(catalogue), "lsf_docker_platform_file": str(platform)}
 
 
-def test_a_profiles_starter_hands_the_driver_the_nodes_variant(wrapper, image_files):
-    _path, run = wrapper(__lsf_docker_image_app={"name": "powerai", "image": "powerai"}, **image_files)
+def test_a_profiles_starter_hands_the_driver_the_nodes_variant_at_job_start(wrapper, image_files):
+    _path, run = wrapper(__lsf_docker_image_app={"name": "powerai", "image": "powerai"},
+                         lsf_docker_image_selection="job_start", **image_files)
     # what the submitter put in LSB_CONTAINER_IMAGE does not choose the image of a logical-image profile
     seen = run({"LSB_JOBID": "7", "LSB_CONTAINER_IMAGE": "evil/image:1"})
     assert seen["env"]["LSB_CONTAINER_IMAGE"] == "head:5000/hpc/powerai:cuda11-sm70"
 
 
-def test_no_fitting_variant_fails_the_job_before_the_driver(wrapper, image_files, tmp_path):
+def test_with_node_images_the_starter_only_checks_that_a_variant_fits(wrapper, image_files):
+    """The default: the profile's image() names the node image; the starter hands the driver nothing of its own."""
+    path, run = wrapper(__lsf_docker_image_app={"name": "powerai", "image": "powerai"}, **image_files)
+    assert 'IMAGE_SELECTION = "node"' in path.read_text()
+    seen = run({"LSB_JOBID": "7"})  # what the driver saw: it ran
+    assert seen["env"]["LSB_JOBID"] == "7" and "LSB_CONTAINER_IMAGE" not in seen["env"]
+
+
+@pytest.mark.parametrize("selection", ["node", "job_start"])
+def test_no_fitting_variant_fails_the_job_before_the_driver(wrapper, image_files, tmp_path, selection):
     platform = json.loads(Path(image_files["lsf_docker_platform_file"]).read_text())
     Path(image_files["lsf_docker_platform_file"]).write_text(json.dumps(dict(platform, compute_capabilities=["6.0"])))
-    path, _run = wrapper(__lsf_docker_image_app={"name": "powerai", "image": "powerai"}, **image_files)
+    path, _run = wrapper(__lsf_docker_image_app={"name": "powerai", "image": "powerai"},
+                         lsf_docker_image_selection=selection, **image_files)
     proc = subprocess.run([str(path)], env={"PATH": "/usr/bin:/bin", "RECORD_TO": str(tmp_path / "record.json")},
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 3

@@ -656,3 +656,86 @@ def test_port_taken_on_a_node_is_a_clear_failure(bed):
     assert proc.returncode == 2 and "is in use on n1 already" in proc.stderr
     assert not [a for a in docker_calls(calls, "run") if "--detach" in a]
     assert list((home / ".srun-docker").iterdir()) == []
+
+
+# --- logical images of the site's image catalogue ---------------------------------------------------
+
+RESOLVER = Path(__file__).resolve().parents[4] / "plugins" / "module_utils" / "_image_catalogue.py"
+IMAGE_CATALOGUE = {"deeplearning": {"variants": [
+    {"name": "cuda12-sm80", "image": "reg:5000/hpc/deeplearning:cuda12-sm80", "architecture": "x86_64",
+     "cuda": "12.2", "compute_capabilities": ["8.0"]},
+    {"name": "cuda11-sm70", "image": "reg:5000/hpc/deeplearning:cuda11-sm70", "architecture": "x86_64",
+     "cuda": "11.0", "compute_capabilities": ["7.0"], "ptx": True}]}}
+VOLTA = {"architecture": "x86_64", "cpu_level": "x86-64-v3", "driver": "470.182.03", "cuda": "11.4",
+         "compute_capabilities": ["7.0"]}
+
+
+@pytest.fixture
+def catalogue_bed(bed, tmp_path):
+    """The bed, with the site's catalogue, this node's platform and the resolver in srun-<engine>'s settings."""
+    run, home = bed
+    etc = tmp_path / "etc"
+    (etc / "images.json").write_text(json.dumps(IMAGE_CATALOGUE))
+    (etc / "platform.json").write_text(json.dumps(VOLTA))
+    (settings,) = etc.glob("srun-*.json")
+    config = json.loads(settings.read_text())
+    config["node_images"] = {"repository": "localhost/hpc-node", "catalogue": str(etc / "images.json"),
+                             "platform": str(etc / "platform.json"), "resolver": str(RESOLVER)}
+    settings.write_text(json.dumps(config))
+    return run, home, etc
+
+
+def test_a_logical_image_runs_the_node_image_docker_keeps(catalogue_bed):
+    run, _home, _etc = catalogue_bed
+    proc, calls = run(["deeplearning", "--", "cat", "/etc/hpc-variant"], {"SLURM_STEP_ID": "0"})
+    assert proc.returncode == 0, proc.stderr
+    (argv,) = docker_calls(calls, "run")
+    assert argv[-3:] == ["localhost/hpc-node/deeplearning:node", "cat", "/etc/hpc-variant"]
+    assert ["image", "inspect", "localhost/hpc-node/deeplearning:node"] in [c["argv"] for c in calls]
+    assert not docker_calls(calls, "pull") and not docker_calls(calls, "tag")  # root keeps it; jobs never pull it
+    # a name the catalogue lacks, or with a tag, is an image reference as before
+    proc, calls = run(["deeplearning:1", "true"], {"SLURM_STEP_ID": "0"})
+    assert proc.returncode == 0 and docker_calls(calls, "run")[0][-2] == "reg:5000/deeplearning:1"
+    proc, calls = run(["mpi", "true"], {"SLURM_STEP_ID": "0"})
+    assert proc.returncode == 0 and docker_calls(calls, "run")[0][-2] == "reg:5000/mpi"
+
+
+def test_a_node_no_variant_fits_fails_the_job_with_the_reasons(catalogue_bed):
+    run, _home, etc = catalogue_bed
+    (etc / "platform.json").write_text(json.dumps(dict(VOLTA, driver="450.80.02", cuda="11.0",
+                                                       compute_capabilities=["6.0"])))
+    proc, calls = run(["deeplearning", "true"], {"SLURM_STEP_ID": "0"})
+    assert proc.returncode == 2 and not docker_calls(calls, "run")
+    assert proc.stderr.startswith("srun-docker: deeplearning: no variant fits n1 ")
+    assert "cuda12-sm80: needs CUDA 12.2" in proc.stderr and "cuda11-sm70: " in proc.stderr
+
+
+def test_a_node_image_the_node_lacks_names_its_variant(catalogue_bed):
+    run, _home, _etc = catalogue_bed
+    proc, calls = run(["deeplearning", "true"], {"SLURM_STEP_ID": "0", "FAKE_IMAGE_MISSING": "1"})
+    assert proc.returncode == 2 and not docker_calls(calls, "run") and not docker_calls(calls, "pull")
+    assert proc.stderr == ("srun-docker: n1: this node's variant of deeplearning is reg:5000/hpc/deeplearning:cuda11-sm70, "
+                           "but the node does not keep it as localhost/hpc-node/deeplearning:node (the image_variants "
+                           "role tags it at converge: site.yml --tags images)\n")
+
+
+@pytest.mark.parametrize("bed", ["podman"], indirect=True)
+def test_podman_pulls_the_nodes_variant_into_the_users_store_under_the_node_image_name(catalogue_bed):
+    run, _home, _etc = catalogue_bed
+    proc, calls = run(["deeplearning", "true"], {"SLURM_STEP_ID": "0", "FAKE_IMAGE_MISSING": "1"})
+    assert proc.returncode == 0, proc.stderr
+    argvs = [c["argv"] for c in calls]
+    assert ["pull", "--quiet", "reg:5000/hpc/deeplearning:cuda11-sm70"] in argvs
+    assert ["tag", "reg:5000/hpc/deeplearning:cuda11-sm70", "localhost/hpc-node/deeplearning:node"] in argvs
+    assert docker_calls(calls, "run")[0][-2] == "localhost/hpc-node/deeplearning:node"
+
+
+def test_the_launcher_runs_each_nodes_node_image(catalogue_bed):
+    run, _home, _etc = catalogue_bed
+    proc, calls = run(["--sshd-port", str(free_port()), "deeplearning", "--", "hostname"], {"FAKE_EXEC_RC": "0"})
+    assert proc.returncode == 0, proc.stderr
+    daemons = [c for c in calls if c["cmd"] == "docker" and c["argv"][:2] == ["run", "--detach"]]
+    assert sorted(c["node"] for c in daemons) == ["n1", "n2"]
+    assert all("localhost/hpc-node/deeplearning:node" in c["argv"] for c in daemons)
+    inspected = [c["node"] for c in calls if c["argv"] == ["image", "inspect", "localhost/hpc-node/deeplearning:node"]]
+    assert sorted(set(inspected)) == ["n1", "n2"]  # each node checks its own
