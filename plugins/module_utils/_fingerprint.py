@@ -156,9 +156,9 @@ def path_digest(path):
 
 
 def _packages(names, run):
-    """name -> version (or ``absent``) from dpkg-query, else rpm; ``unknown`` when neither is there."""
+    """name -> version (or ``absent``) from the node's own package database; ``unknown`` when none is there."""
     try:
-        dummy, installed = _package_db.query(names, run)
+        dummy, installed = _package_db.query(names, run, _package_db.node_manager())
     except _package_db.PackageError:
         return {name: "unknown" for name in names}
     return {name: installed.get(name, "absent") for name in names}

@@ -4,7 +4,9 @@
 """Installed packages and what an install at a version pin would change.
 
 One query of the package database (``dpkg-query`` on Debian-family nodes, ``rpm`` on RHEL-family ones) gives the
-installed version of each named package. From it, :func:`plan` says which wanted packages are missing, which are
+installed version of each named package. Which one is the node's own comes from ``/etc/os-release``
+(:func:`native_manager`): a RHEL node can have dpkg too (EPEL ships it), and a Debian node rpm, and the other
+database knows nothing of what the node's package manager installed. From it, :func:`plan` says which wanted packages are missing, which are
 installed at another version than the pin, which unwanted ones are installed, and the package specs to hand the
 package manager (pinned where asked). Used by the ``package_info`` module and by the drift fingerprint.
 
@@ -29,20 +31,57 @@ DPKG_QUERY = ["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${db:Status-Sta
 RPM_QUERY = ["rpm", "-q", "--qf", "%{NAME}\t%{EPOCH}:%{VERSION}-%{RELEASE}.%{ARCH}\tinstalled\n"]
 
 
+# /etc/os-release ID and ID_LIKE words of the distribution families, by their package database.
+RPM_FAMILY = frozenset(("rhel", "fedora", "centos", "rocky", "almalinux", "ol", "amzn", "suse", "sles", "opensuse",
+                        "opensuse-leap", "opensuse-tumbleweed", "sled"))
+DPKG_FAMILY = frozenset(("debian", "ubuntu"))
+OS_RELEASE = "/etc/os-release"
+
+
 class PackageError(Exception):
     """No package database this module can read, or a bad request."""
 
 
-def query(names, run):
+def native_manager(os_release):
+    """``rpm`` or ``dpkg``, the package database of the distribution ``os_release`` (the text of
+    /etc/os-release) names in ``ID``, else in ``ID_LIKE`` (in its order); None for a family neither has."""
+    fields = {}
+    for line in os_release.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in ("ID", "ID_LIKE"):
+            fields[key.strip()] = value.strip().strip("\"'").lower().split()
+    for word in fields.get("ID", []) + fields.get("ID_LIKE", []):
+        if word in DPKG_FAMILY:
+            return "dpkg"
+        if word in RPM_FAMILY:
+            return "rpm"
+    return None
+
+
+def node_manager(path=OS_RELEASE):
+    """:func:`native_manager` of this node (None when the file cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return native_manager(handle.read())
+    except OSError:
+        return None
+
+
+def query(names, run, prefer=None):
     """``(manager, {name: version})`` for the installed packages among ``names``; manager ``dpkg`` or ``rpm``.
 
-    The version is dpkg's (with its epoch) or rpm's ``EPOCH:VERSION-RELEASE.ARCH`` (``(none)`` for no epoch).
-    Raises :class:`PackageError` when neither command is there.
+    The database ``prefer`` names (the node's own, :func:`node_manager`) is asked first, else dpkg; the other
+    only when the first's command is not there. The version is dpkg's (with its epoch) or rpm's
+    ``EPOCH:VERSION-RELEASE.ARCH`` (``(none)`` for no epoch). Raises :class:`PackageError` when neither command
+    is there.
     """
     names = list(names)
     if not names:  # dpkg-query and rpm would list every package
         return None, {}
-    for manager, argv in (("dpkg", DPKG_QUERY), ("rpm", RPM_QUERY)):
+    databases = [("dpkg", DPKG_QUERY), ("rpm", RPM_QUERY)]
+    if prefer == "rpm":
+        databases.reverse()
+    for manager, argv in databases:
         rc, stdout, dummy = run(argv + names)
         if rc is not None:
             return manager, _installed(stdout, names)

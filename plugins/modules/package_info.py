@@ -15,6 +15,8 @@ description:
     ones) for the packages in O(names) and O(absent), and says which of O(names) are missing, which are installed
     at another version than O(version), which of O(absent) are installed, and the package specs to hand
     M(ansible.builtin.apt) or M(ansible.builtin.dnf), pinned where asked.
+  - The node's own database is the one C(/etc/os-release) names (C(ID), else C(ID_LIKE)), so a RHEL node with
+    dpkg from EPEL, or a Debian node with rpm, is read through its own package manager's database.
   - The roles install only when RV(install_needed) is true, so a rerun costs one quick query instead of a package
     manager run, and in check mode, where the package manager cannot see a repository this run has not added yet,
     RV(specs), RV(missing) and RV(off_pin) are the prediction.
@@ -157,7 +159,7 @@ def main():
         return module.run_command(argv, environ_update={"LC_ALL": "C"})
 
     try:
-        manager, installed = _packages.query(params["names"] + params["absent"], run)
+        manager, installed = _packages.query(params["names"] + params["absent"], run, _packages.node_manager())
         result = _packages.plan(manager, installed, params["names"], params["version"] or "", params["versioned"],
                                 params["match"], params["absent"])
     except _packages.PackageError as err:

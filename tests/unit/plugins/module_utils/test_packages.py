@@ -106,3 +106,34 @@ def test_bad_requests():
         pk.plan("dpkg", {}, ["a"], "1", ["b"])
     with pytest.raises(pk.PackageError, match="match must be one of"):
         pk.plan("dpkg", {}, ["a"], "1", match="exact")
+
+
+ROCKY = 'NAME="Rocky Linux"\nVERSION="9.5 (Blue Onyx)"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.5"\n'
+DEBIAN = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n'
+
+
+@pytest.mark.parametrize("text, expected", [
+    (ROCKY, "rpm"), (DEBIAN, "dpkg"),
+    ('ID=ubuntu\nID_LIKE=debian\n', "dpkg"), ('ID="almalinux"\nID_LIKE="rhel centos fedora"\n', "rpm"),
+    ('ID="sles"\nID_LIKE="suse"\n', "rpm"), ('ID=linuxmint\nID_LIKE="ubuntu debian"\n', "dpkg"),
+    ('ID=myhpcos\nID_LIKE="rhel fedora"\n', "rpm"), ('ID=alpine\n', None), ("", None),
+])
+def test_native_manager_from_os_release(text, expected):
+    assert pk.native_manager(text) == expected
+
+
+def test_a_rhel_node_with_dpkg_is_read_through_rpm():
+    """EPEL ships dpkg: on a Rocky node with dpkg-query on PATH, the installed packages are rpm's, not dpkg's."""
+    calls = []
+    answers = {"dpkg-query": (1, "", "dpkg-query: no packages found matching docker-ce\n"), "rpm": (0, RPM_OUT, "")}
+    manager, installed = pk.query(["docker-ce"], runner(answers, calls), pk.native_manager(ROCKY))
+    assert manager == "rpm" and pk.comparable_version("rpm", installed["docker-ce"]) == "24.0.7"
+    assert [argv[0] for argv in calls] == ["rpm"]
+    # without the node's family, dpkg first, as before
+    assert pk.query(["docker-ce"], runner(answers))[0] == "dpkg"
+
+
+def test_node_manager_reads_the_nodes_file(tmp_path):
+    (tmp_path / "os-release").write_text(ROCKY)
+    assert pk.node_manager(str(tmp_path / "os-release")) == "rpm"
+    assert pk.node_manager(str(tmp_path / "missing")) is None
