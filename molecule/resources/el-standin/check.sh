@@ -8,7 +8,7 @@
 # site would have before the collection runs (its base repository mirror in /etc/yum.repos.d, and the
 # stand-in NVIDIA driver of gpu01: 2x V100), then runs check.yml in check mode, then twice (converge,
 # idempotence), and check-verify.yml once, with
-# ansible-playbook from ${EL_ANSIBLE_VENV:-/work/ci1/.venv}. Prints the EL tasks that ran with their
+# ansible-playbook from ${EL_ANSIBLE_VENV:-<project>/.venv} (make venv). Prints the EL tasks that ran with their
 # status, both recaps and the verification. The node is removed at the end unless EL_KEEP_NODE=1.
 #
 # Environment: EL_NODE (container name, default el-node), EL_ANSIBLE_VENV, EL_KEEP_NODE=1,
@@ -20,7 +20,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 top="$(cd "$here/../../.." && pwd)"
 node="${EL_NODE:-el-node}"
-venv="${EL_ANSIBLE_VENV:-/work/ci1/.venv}"
+venv="${EL_ANSIBLE_VENV:-$top/.venv}"
 gpu_values="${EL_GPU_VALUES:-gpu01}"
 log() { printf 'el-check: %s\n' "$*" >&2; }
 case "$node" in el-*) ;; *) log "EL_NODE must start with el-"; exit 2 ;; esac
