@@ -26,13 +26,14 @@ WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
 	ANSIBLE_HOME="$(CURDIR)/.ansible"
 # Three lanes side by side (tools/molecule-lanes.sh), the scenarios of a lane in turn: the default
 # scenario alone (the longest); a real Slurm with Docker jobs as a user across two nodes, then the
-# registry's explicit insecure mode and bad inputs, then the same under the oldest supported ansible-core;
+# registry's explicit insecure mode and bad inputs, then the same under the oldest supported ansible-core,
+# then the EL package path on a stand-in userland (its node image built in the lane, make:el-image);
 # rolling changes on a live LSF cluster (close, drain, restart, verify, reopen), then the rootless runtimes
 # (podman, udocker) on a GPU node of their own. `make test` adds a fourth lane, the checks (CHECKS below).
 # Every scenario has its own nodes, network and volumes. One scenario: MOLECULE_LANES=slurm; one
 # lane of two: MOLECULE_LANES='"default slurm"'. Each lane's output: molecule-lane-<n>.log.
 # <scenario>@oldest runs a scenario under the oldest supported ansible-core (.venv/oldest).
-MOLECULE_LANES ?= "default" "slurm registry_insecure registry_insecure@oldest" "rolling rootless"
+MOLECULE_LANES ?= "default" "slurm registry_insecure registry_insecure@oldest make:el-image el" "rolling rootless"
 # Named volumes the scenarios share between their nodes (the LSF_TOP of default and rolling, the
 # slurm scenario's /home).
 MOLECULE_VOLUMES := hpc-gpu-molecule-lsf-top hpc-slurm-molecule-home hpc-gpu-molecule-roll-lsf-top
@@ -58,7 +59,7 @@ echo "make $(1): installing $(3) into $(2)"; \
 touch "$@"
 endef
 
-.PHONY: help checks venv venv-oldest sanity-oldest units-oldest lint unit adversarial sanity units image slurm-image molecule demo demo-down bench gpu-check test clean ppc64le
+.PHONY: help checks venv venv-oldest sanity-oldest units-oldest lint unit adversarial sanity units image slurm-image el-image molecule demo demo-down bench gpu-check test clean ppc64le
 
 help: ## Show this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -97,6 +98,9 @@ units-oldest: venv-oldest ## ansible-test units under the oldest supported ansib
 
 image: ## Build the test-bed node image from Debian packages (tools/node-image.sh)
 	@$(call timed,image,tools/node-image.sh)
+
+el-image: image ## Build the EL stand-in node image and the site mirrors it installs from (molecule/resources/el-standin)
+	@$(call timed,el-image,molecule/resources/el-standin/build.sh >/dev/null)
 
 slurm-image: ## Build the Slurm test bed's node and MPI job images from Debian packages (tools/slurm-image.sh)
 	@$(call timed,slurm-image,tools/slurm-image.sh)

@@ -33,7 +33,7 @@ fi
 # Debian 12 packages whose payload goes into the RPMs: the Docker engine (docker.io, containerd, runc,
 # tini), the registry, and the Python packages of the roles' EL installs with what they need beyond the
 # node image (the EL base repository).
-debs=(docker.io containerd runc tini docker-registry
+debs=(docker.io containerd runc tini docker-registry busybox-static
       python3-bcrypt python3-certifi python3-cffi-backend python3-chardet python3-charset-normalizer
       python3-cryptography python3-docker python3-idna python3-pkg-resources python3-requests python3-six
       python3-urllib3 python3-websocket)

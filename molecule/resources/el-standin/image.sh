@@ -83,6 +83,7 @@ mmdebstrap --variant=minbase --architectures=amd64 \
     --customize-hook='chroot "$1" rpmbuild --quiet -bb --define "_topdir /tmp/rr" /tmp/rocky-release.spec' \
     --customize-hook='chroot "$1" sh -c "rpm -i --nodeps /tmp/rr/RPMS/noarch/rocky-release-*.rpm /tmp/rr/RPMS/noarch/el-standin-userland-*.rpm && rm -rf /tmp/rr /tmp/rocky-release.spec"' \
     --customize-hook='rm -f "$1"/etc/debian_version' \
+    --customize-hook='for l in libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1; do ln -sfn /lib/x86_64-linux-gnu/$l "$1"/lib64/$l; done' \
     --customize-hook='mkdir -p "$1"/usr/lib/el-standin/debian-bin && for t in dpkg dpkg-query apt apt-get apt-cache apt-mark apt-config apt-key; do if [ -e "$1/usr/bin/$t" ]; then mv "$1/usr/bin/$t" "$1/usr/lib/el-standin/debian-bin/$t"; fi; done' \
     "$suite" "$workdir/rootfs.tar" "${sources[@]}" >&2
 docker import \

@@ -15,7 +15,8 @@
 #   el-base/9/x86_64/, el-base/RPM-GPG-KEY-el-standin    the site's mirror of BaseOS/AppStream/EPEL: the
 #                                                        Python packages the roles install by name
 #                                                        (python3-docker, -bcrypt, -cryptography,
-#                                                        -requests) and what they need; RPMs signed
+#                                                        -requests) and what they need, and EPEL's
+#                                                        busybox (/usr/sbin/busybox); RPMs signed
 #   el-base/el-base.repo                                 its .repo file, as the site's base image has it
 #   distribution/registry_<v>_linux_amd64.tar.gz(.sha256) a registry release as the upstream tarball
 #
@@ -265,6 +266,14 @@ for dname in "${!el_name[@]}"; do
     RPM_REQUIRES="$requires" mkrpm "$name" "$(upstream "$d")" "$barch" \
         "$(dpkg-deb -f "$d" Description | head -1) (Debian's $dname)" "$r" "$base_repo"
 done
+# busybox as EPEL 9 packages it: one static binary, /usr/sbin/busybox (container_verify's build package on
+# EL), here Debian's busybox-static.
+bb="$stage/base-busybox"
+extract "$stage/debian-busybox" "$(deb busybox-static)"
+mkdir -p "$bb/usr/sbin"
+install -m 0755 "$stage/debian-busybox/bin/busybox" "$bb/usr/sbin/busybox"
+mkrpm busybox "$(upstream "$(deb busybox-static)")" "$arch" "Statically linked binary providing simplified versions of system commands (Debian's busybox-static)" \
+    "$bb" "$base_repo"
 cat > "$base_top/el-base.repo" <<'EOF'
 # STAND-IN FOR TESTS: the site's mirror of the EL base repositories (BaseOS, AppStream, EPEL), as an
 # air-gapped site's base image configures it. Put under /etc/yum.repos.d/ with the repository at

@@ -768,3 +768,34 @@ def test_values_files_agree_with_the_readme():
         for gpu in want["gpus"]:
             assert gpu["uuid"] in readme and gpu["serial"] in readme
     assert re.search(r"gpu01\.conf: assembled from two sources", readme)
+
+
+def test_runtime_uses_lib64_and_rebuilds_the_ldcache_in_an_rpm_layout_rootfs(node):
+    """An RPM-layout image (/usr/lib64, no multiarch directory, an /etc/ld.so.conf): the library goes to
+    /usr/lib64 and the container's ld.so.cache is rebuilt with it, as NVIDIA's ldcache hook does."""
+    bundle = make_bundle(node, ["NVIDIA_VISIBLE_DEVICES=0"])
+    rootfs = bundle / "rootfs"
+    (rootfs / "usr" / "lib64").mkdir(parents=True)
+    (rootfs / "etc").mkdir()
+    (rootfs / "etc" / "ld.so.conf").write_text("/usr/lib64\n")
+    proc = run_runtime(node, docker_argv(bundle))
+    assert proc.returncode == 0, proc.stderr
+    dummy, dummy, mounts = container_view(bundle)
+    assert mounts["/usr/lib64/libnvidia-ml.so.1"]["source"] == node["env"]["NVIDIA_STANDIN_LIB"]
+    assert _lib_dir() not in mounts
+    record = runtime_log(node)[-1]
+    assert record["ldcache"] == "ldconfig -r: exit 0", record
+    cache = (rootfs / "etc" / "ld.so.cache").read_bytes()
+    assert b"/usr/lib64/libnvidia-ml.so.1" in cache
+
+
+def test_runtime_keeps_the_multiarch_directory_when_the_rootfs_has_it(node):
+    bundle = make_bundle(node, ["NVIDIA_VISIBLE_DEVICES=0"])
+    rootfs = bundle / "rootfs"
+    (rootfs / "usr" / "lib64").mkdir(parents=True)
+    (rootfs / _lib_dir().rsplit("/", 1)[0].lstrip("/")).mkdir(parents=True)
+    proc = run_runtime(node, docker_argv(bundle))
+    assert proc.returncode == 0, proc.stderr
+    dummy, dummy, mounts = container_view(bundle)
+    assert _lib_dir() in mounts and "/usr/lib64/libnvidia-ml.so.1" not in mounts
+    assert "ldcache" not in runtime_log(node)[-1]
