@@ -1,6 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# PRIVATE to hpc.gpu_containers: used by this collection's own plugins only. Its interface can change in
+# any release, minor or patch; other collections and playbooks must not import it.
 """Platform-matched images: pick, per node, the variant of a logical image built for it.
 
 Standard library only and no collection imports: the same file is the model of the
@@ -820,7 +823,8 @@ def _load(path, what):
 
 
 def main(argv=None, stdout=None, stderr=None):
-    """The node command: print the image for LOGICAL_NAME (or its node image name, ``--node-image``).
+    """The node command: print the image for LOGICAL_NAME (or its node image name, ``--node-image``, and with
+    ``--and-variant`` the image on a second line).
     Exit 0; 2 bad input; 3 no variant fits."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -835,8 +839,12 @@ def main(argv=None, stdout=None, stderr=None):
     parser.add_argument("--node-image", metavar="REPOSITORY", default=None,
                         help="print the name the node keeps its variant under (REPOSITORY/<name>:%s), not the "
                              "variant's image" % NODE_TAG)
+    parser.add_argument("--and-variant", action="store_true",
+                        help="with --node-image: print the variant's image too, on a second line")
     parser.add_argument("logical_name", metavar="LOGICAL_NAME")
     args = parser.parse_args(argv)
+    if args.and_variant and args.node_image is None:
+        parser.error("--and-variant needs --node-image")
     node = args.node or socket.gethostname().split(".")[0]
     try:
         catalogue = _load(args.catalogue, "image catalogue")
@@ -865,6 +873,8 @@ def main(argv=None, stdout=None, stderr=None):
         stderr.write("image-variant: %s\n" % _no_fit_message(args.logical_name, node, node_platform, verdicts))
         return EXIT_NO_FIT
     stdout.write((shown or chosen["image"]) + "\n")
+    if args.and_variant:
+        stdout.write(chosen["image"] + "\n")
     return EXIT_OK
 
 

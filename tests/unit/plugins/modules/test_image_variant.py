@@ -230,6 +230,11 @@ def test_node_images_name_each_runnable_logical_image_and_the_stale_ones(capsys,
     assert _image_catalogue.main(files + ["--node-image", "localhost/hpc-node", "powerai"], out, err) == 0
     assert out.getvalue() == "localhost/hpc-node/powerai:node\n"
     out, err = io.StringIO(), io.StringIO()
+    assert _image_catalogue.main(files + ["--node-image", "localhost/hpc-node", "--and-variant", "powerai"], out, err) == 0
+    assert out.getvalue() == "localhost/hpc-node/powerai:node\n%s\n" % res["variants"]["powerai"]
+    with pytest.raises(SystemExit):  # --and-variant alone is a usage error
+        _image_catalogue.main(files + ["--and-variant", "powerai"], io.StringIO(), io.StringIO())
+    out, err = io.StringIO(), io.StringIO()
     assert _image_catalogue.main(files + ["--node-image", "localhost/hpc-node", "hopper-only"], out, err) == 3
     assert out.getvalue() == "" and "hopper-only: no variant fits gpu01" in err.getvalue()
     # without node_repository the result is as before

@@ -719,11 +719,28 @@ def test_a_node_image_the_node_lacks_names_its_variant(catalogue_bed):
                            "role tags it at converge: site.yml --tags images)\n")
 
 
+# The resolver, run through a file that first counts its runs (srun-<engine> runs it as ``python -I FILE ...``).
+COUNTING_RESOLVER = """import runpy, sys
+with open(%r, "a") as handle:
+    handle.write(" ".join(sys.argv[1:]) + "\\n")
+sys.argv[0] = %r
+runpy.run_path(%r, run_name="__main__")
+"""
+
+
 @pytest.mark.parametrize("bed", ["podman"], indirect=True)
 def test_podman_pulls_the_nodes_variant_into_the_users_store_under_the_node_image_name(catalogue_bed):
-    run, _home, _etc = catalogue_bed
+    run, _home, etc = catalogue_bed
+    (settings,) = etc.glob("srun-*.json")
+    config = json.loads(settings.read_text())
+    runs = etc / "resolver-runs"
+    (etc / "resolver.py").write_text(COUNTING_RESOLVER % (str(runs), str(RESOLVER), str(RESOLVER)))
+    config["node_images"]["resolver"] = str(etc / "resolver.py")
+    settings.write_text(json.dumps(config))
     proc, calls = run(["deeplearning", "true"], {"SLURM_STEP_ID": "0", "FAKE_IMAGE_MISSING": "1"})
     assert proc.returncode == 0, proc.stderr
+    # one resolver run names both the node image and the variant to pull
+    assert len(runs.read_text().splitlines()) == 1, runs.read_text()
     argvs = [c["argv"] for c in calls]
     assert ["pull", "--quiet", "reg:5000/hpc/deeplearning:cuda11-sm70"] in argvs
     assert ["tag", "reg:5000/hpc/deeplearning:cuda11-sm70", "localhost/hpc-node/deeplearning:node"] in argvs
