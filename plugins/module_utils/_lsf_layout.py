@@ -1,6 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# PRIVATE to hpc.gpu_containers: used by this collection's own plugins only. Its interface can change in
+# any release, minor or patch; other collections and playbooks must not import it.
 """Where an LSF cluster keeps its configuration: the layout the lsf_docker role edits.
 
 From the places LSF_ENVDIR may be (an explicit one, the environment's, LSF_TOP/conf, the profile.lsf that

@@ -1,6 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# PRIVATE to hpc.gpu_containers: used by this collection's own plugins only. Its interface can change in
+# any release, minor or patch; other collections and playbooks must not import it.
 """Lexer shared by the LSF configuration files (lsf.conf, lsf.shared,
 lsf.cluster.<name>, lsb.*).  Pure Python, text in, structures out.
 
@@ -25,7 +28,7 @@ OpenLava reader that LSF descends from):
   whose value is the text inside the outer parentheses; ``()`` and ``-`` are the
   empty value.  See :func:`tokenize`.
 
-Public API (stable):
+Interface (for this collection's plugins):
 
 ``LsfSyntaxError(msg, line)``      error with a 1-based line number (``.msg``, ``.line``)
 ``check_text(text)``               refuse a NUL byte (LSF's C reader stops at it) with its line

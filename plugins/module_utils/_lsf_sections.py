@@ -1,6 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# PRIVATE to hpc.gpu_containers: used by this collection's own plugins only. Its interface can change in
+# any release, minor or patch; other collections and playbooks must not import it.
 """Lossless section document model for LSF files built from ``Begin``/``End``
 sections: lsf.shared, lsf.cluster.<name> and lsb.* (lsb.applications).
 
@@ -25,7 +28,7 @@ replacements of physical line spans (in the coordinates of the parsed text) and
 applied in one pass by :meth:`Document.render`.  ``render()`` without edits
 returns the input unchanged.
 
-Public API (stable)::
+Interface (for this collection's plugins)::
 
     doc = parse_document(text, shapes={"host": "table", "parameters": "horizontal"},
                          default_shape="auto", quote_aware=True, join="space",

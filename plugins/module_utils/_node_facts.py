@@ -1,6 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# PRIVATE to hpc.gpu_containers: used by this collection's own plugins only. Its interface can change in
+# any release, minor or patch; other collections and playbooks must not import it.
 """This node's GPU and CPU facts, read the one way the collection reads them.
 
 NVML through the collection's ctypes binding (``_nvml_ctypes``, the values turned into facts by ``_nvml``)

@@ -1,6 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# PRIVATE to hpc.gpu_containers: used by this collection's own plugins only. Its interface can change in
+# any release, minor or patch; other collections and playbooks must not import it.
 """Prometheus text exposition format 0.0.4, as node_exporter's textfile collector reads a ``*.prom`` file.
 
 A metric family is ``(name, type, help, samples)``, each sample ``(labels, value)`` with ``labels`` a dict.

@@ -1,6 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# PRIVATE to hpc.gpu_containers: used by this collection's own plugins only. Its interface can change in
+# any release, minor or patch; other collections and playbooks must not import it.
 """The verification report through podman (rootless and as root) and udocker: argv and verdict, no Ansible.
 
 The container runs the collection's ``/verify`` report (:mod:`._verify`), followed by identity lines

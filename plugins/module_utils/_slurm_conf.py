@@ -1,6 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# PRIVATE to hpc.gpu_containers: used by this collection's own plugins only. Its interface can change in
+# any release, minor or patch; other collections and playbooks must not import it.
 """slurm.conf and gres.conf model: parse, edit, render losslessly.  Pure Python.
 
 Grammar (Slurm 22.05 ``src/common/parse_config.c``, slurm.conf(5), gres.conf(5)):
@@ -33,7 +36,7 @@ lines, continued lines, trailing comments) comes back byte-identical.  A value
 the file already has, in any spelling Slurm reads the same, is no change.
 Malformed input raises :class:`SlurmSyntaxError` with the line number.
 
-Public API:
+Interface (for this collection's plugins):
 
 ``parse(text)``                        :class:`Document`
 ``set_parameters(text, settings, list_keys=("GresTypes",), keep_existing=())``
