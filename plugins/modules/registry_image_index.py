@@ -62,7 +62,11 @@ options:
       - The module fails when O(tag) has no image for it.
     type: str
   username:
-    description: Registry account (HTTP basic authentication, as the collection's registry uses).
+    description:
+      - Registry account. Sent with HTTP basic authentication, as the collection's registry uses it.
+      - A registry with token authentication (Harbor, GitLab, Quay; a 401 with a C(WWW-Authenticate) Bearer
+        challenge) gets the account at the challenge's realm for a token of the requested scope, then the request
+        again with the token (from version 0.3.0). Without O(username) the token is asked for anonymously.
     type: str
   password:
     description: Its password.

@@ -117,4 +117,3 @@ def test_verification_image_from_the_registry_sees_the_nodes_gpus(host):
 def test_busybox_is_epels(host):
     assert host.run("rpm -q busybox").rc == 0
     assert host.file("/usr/sbin/busybox").exists
-

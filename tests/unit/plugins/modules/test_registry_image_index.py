@@ -13,11 +13,13 @@ import hashlib
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_index as model
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _registry_api
 from ansible_collections.hpc.gpu_containers.plugins.modules import registry_image_index
 
 REPO = "hpc/verify"
@@ -30,6 +32,11 @@ class FakeRegistry:
         self.tags = {}  # tag -> digest
         self.blobs = {}
         self.requests = []
+        # token authentication (the registry token specification, as Harbor, GitLab and Quay have it): the
+        # registry accepts only tokens its token service (/token here) issued for the request's scope
+        self.token_auth = False
+        self.tokens = {}  # token -> the actions it grants
+        self.token_requests = []
 
     def push_image(self, tag, arch, salt=""):
         config = json.dumps({"architecture": arch, "os": "linux", "rootfs": {"salt": salt}}).encode()
@@ -64,10 +71,37 @@ def registry():
             self.end_headers()
             self.wfile.write(body)
 
+        def _token(self):
+            query = parse_qs(urlsplit(self.path).query)
+            state.token_requests.append((self.headers.get("Authorization"), query))
+            if self.headers.get("Authorization") != AUTH:
+                self._answer(401, b'{"details":"incorrect username or password"}')
+                return
+            token = "tok-%d" % (len(state.tokens) + 1)
+            state.tokens[token] = set(query["scope"][0].rsplit(":", 1)[1].split(","))
+            self._answer(200, json.dumps({"token": token, "expires_in": 300}).encode())
+
+        def _authorized(self):
+            if not state.token_auth:
+                return self.headers.get("Authorization") == AUTH
+            scheme, _sep, token = (self.headers.get("Authorization") or "").partition(" ")
+            need = "push" if self.command == "PUT" else "pull"
+            return scheme == "Bearer" and need in state.tokens.get(token, ())
+
         def _route(self):
             state.requests.append((self.command, self.path, self.headers.get("Accept")))
-            if self.headers.get("Authorization") != AUTH:
-                self._answer(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}')
+            if not self._authorized():
+                self.send_response(401)
+                if state.token_auth:
+                    actions = "pull,push" if self.command == "PUT" else "pull"
+                    self.send_header("WWW-Authenticate", 'Bearer realm="http://%s/token",service="fake",scope='
+                                     '"repository:%s:%s"' % (state.address, REPO, actions))
+                else:
+                    self.send_header("WWW-Authenticate", 'Basic realm="fake"')
+                body = b'{"errors":[{"code":"UNAUTHORIZED"}]}'
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
                 return None
             prefix = "/v2/%s/" % REPO
             if not self.path.startswith(prefix):
@@ -76,6 +110,9 @@ def registry():
             return self.path[len(prefix):].split("/", 1)
 
         def do_GET(self):
+            if self.path.startswith("/token"):
+                self._token()
+                return
             route = self._route()
             if route is None:
                 return
@@ -258,3 +295,42 @@ def test_features_of_a_tag_not_listed_or_not_a_word_fail(registry, capsys):
     res, _out = run(capsys, registry, tag="dl", images=["dl-a"], features={"dl-a": ["sm_80,sm_90"]})
     assert res["failed"] and "a feature is one word" in res["msg"]
     assert "dl" not in registry.tags
+
+
+def test_a_registry_with_token_authentication_gets_a_token_per_scope(registry, capsys):
+    """Harbor, GitLab and Quay answer 401 with a Bearer challenge: the account gets a token of the challenge's
+    scope from its realm, the request is made again with it, and a push asks for a push token."""
+    registry.token_auth = True
+    registry.push_image("1-amd64", "amd64")
+    res, out = run(capsys, registry, images=["1-amd64"])
+    assert res["changed"] and res["platforms"] == ["linux/amd64"], res
+    assert registry.document("1")["mediaType"] == model.DOCKER_LIST
+    scopes = [query["scope"][0] for _auth, query in registry.token_requests]
+    assert scopes[0] == "repository:hpc/verify:pull" and scopes[-1] == "repository:hpc/verify:pull,push"
+    assert all(auth == AUTH and query["service"] == ["fake"] for auth, query in registry.token_requests)
+    assert "s3cret-pw" not in out and "tok-" not in out
+    # a read asks for one token and uses it for every request of the run
+    del registry.token_requests[:]
+    res, _out = run(capsys, registry, architecture="x86_64")
+    assert res["image"]["platform"] == "linux/amd64" and len(registry.token_requests) == 1
+
+
+def test_a_token_service_that_refuses_the_account_is_named_and_the_password_never_shown(registry, capsys):
+    registry.token_auth = True
+    registry.push_image("1-amd64", "amd64")
+    res, out = run(capsys, registry, password="wrong-pw", images=["1-amd64"])
+    assert res["failed"] is True
+    assert "token service http://%s/token: HTTP 401 (check the registry account)" % registry.address in res["msg"]
+    assert "wrong-pw" not in out
+
+
+@pytest.mark.parametrize("header, expected", [
+    ('Bearer realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull,push"',
+     {"realm": "https://auth.example/token", "service": "registry.example", "scope": "repository:a/b:pull,push"}),
+    ('bearer realm="https://h/t"', {"realm": "https://h/t"}),
+    ('Basic realm="Registry Realm"', {}),
+    (None, {}),
+    ("", {}),
+])
+def test_bearer_challenges_are_read_and_other_schemes_are_not(header, expected):
+    assert _registry_api.bearer_challenge(header) == expected
