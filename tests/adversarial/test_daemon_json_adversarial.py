@@ -20,7 +20,6 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _daemon_json as dj
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _file_edit
@@ -30,6 +29,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit impo
     edit_file,
 )
 from ansible_collections.hpc.gpu_containers.plugins.modules import docker_daemon_config
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules import module_runner
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "daemon_json"
 FORK = multiprocessing.get_context("fork")
@@ -50,10 +50,7 @@ def merge_into(path, settings, remove=None, list_merge="append", **kwargs):
 
 def run_module(capsys, **args):
     args.setdefault("validate", "never")
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            docker_daemon_config.main()
-    return json.loads(capsys.readouterr().out)
+    return module_runner.run_module(docker_daemon_config, capsys, **args)
 
 
 def _state(directory):

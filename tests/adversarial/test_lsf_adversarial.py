@@ -32,7 +32,7 @@ LSB_SAMPLES = FIXTURES / "lsb_applications"
 from ansible.module_utils import _internal as module_utils_internal
 from ansible.module_utils.common import warnings as module_warnings
 from ansible_collections.hpc.gpu_containers.tests.unit.plugins.module_utils.test_lsf_applications import lsb_read
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import (
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import (
     run_module,
     warning_texts,
 )

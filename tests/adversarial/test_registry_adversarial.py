@@ -31,11 +31,11 @@ import pytest
 import yaml
 from ansible.module_utils import _internal as module_utils_internal
 from ansible.module_utils.common import warnings as module_warnings
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _htpasswd
 from ansible_collections.hpc.gpu_containers.plugins.modules import registry_htpasswd
 from ansible_collections.hpc.gpu_containers.tests.unit.roles import playbook as role_playbook
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules import module_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "container_registry"
@@ -261,11 +261,7 @@ def module_side(monkeypatch):
 
 
 def run_module(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            registry_htpasswd.main()
-    out = capsys.readouterr().out
-    return json.loads(out), out
+    return module_runner.run_module(registry_htpasswd, capsys, with_output=True, **args)
 
 
 GOOD = {"name": "keeper", "password": "Zq7-keeper-password"}

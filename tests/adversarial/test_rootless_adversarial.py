@@ -22,7 +22,7 @@ import yaml
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import containers_conf, subid_ranges
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._subid import ensure_ranges, parse
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "containers"

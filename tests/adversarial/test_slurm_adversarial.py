@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import set_gres
 from ansible_collections.hpc.gpu_containers.plugins.modules import slurm_conf, slurm_gres

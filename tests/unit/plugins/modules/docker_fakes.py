@@ -6,17 +6,15 @@ collection's verification image prints, for container_verify, container_benchmar
 from __future__ import annotations
 
 import io
-import json
 import os
 import tarfile
 from pathlib import Path
 
 import docker
-import pytest
-from ansible.module_utils.testing import patch_module_args
 from docker.errors import ImageNotFound
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import SMI_BEGIN, SMI_END
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 XML = (Path(__file__).parents[1] / "module_utils" / "fixtures" / "nvidia_smi_a100-sxm4-mig.xml").read_text()
 UUID = "GPU-27b94a00-ed54-5c24-b1fd-1054085de32a"
@@ -124,9 +122,4 @@ def run_with(monkeypatch, capsys, module, client, **args):
     """main() of ``module`` with ``args``, Docker's client replaced by ``client``; its JSON result, with "_rc"."""
     if client is not None:
         monkeypatch.setattr(docker, "from_env", lambda: client)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exc:
-            module.main()
-    out = json.loads(capsys.readouterr().out)
-    out["_rc"] = exc.value.code
-    return out
+    return run_module(module, capsys, with_rc=True, **args)

@@ -2,21 +2,18 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """dev_char_links through AnsibleModule, on real device nodes (mknod as root) under a stand-in /dev."""
 
-import json
 import os
 import stat
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import dev_char_links
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 
 def run(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exit_info:
-            dev_char_links.main()
-    return exit_info.value.code, json.loads(capsys.readouterr().out)
+    result = run_module(dev_char_links, capsys, with_rc=True, **args)
+    return result.pop("_rc"), result
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import docker_daemon_config
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "daemon_json"
 
@@ -22,10 +22,7 @@ NVIDIA = {"runtimes": {"nvidia": {"path": "nvidia-container-runtime", "runtimeAr
 
 def run(capsys, **args):
     args.setdefault("validate", "never")
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            docker_daemon_config.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(docker_daemon_config, capsys, **args)
 
 
 def fake_dockerd(tmp_path, supports_validate, accepts=True):

@@ -11,7 +11,7 @@ import stat
 import pytest
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import drift_fingerprint
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 # the registry of the registry_image_index tests: a real HTTP server speaking the registry API
 from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules import test_registry_image_index as registry_tests

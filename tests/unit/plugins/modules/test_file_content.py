@@ -3,24 +3,20 @@
 """file_content through AnsibleModule: several files in one run, missing directories, modes, check mode
 that predicts exactly, diff, backup, a rerun that changes nothing, bad input, documentation = argument_spec."""
 
-import json
 import os
 
 import pytest
 import yaml
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.doc_fragments.file_edit import ModuleDocFragment as FileEditFragment
 from ansible_collections.hpc.gpu_containers.plugins.modules import file_content
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 STARTER = "#!/usr/bin/python -I\nprint('starter')\n"
 
 
 def run(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            file_content.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(file_content, capsys, **args)
 
 
 def mode(path):

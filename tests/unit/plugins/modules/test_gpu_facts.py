@@ -2,16 +2,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpu_facts through AnsibleModule, over the real nvidia-ml-py and a recorded libnvidia-ml."""
 
-import json
 import sys
 from pathlib import Path
 
 import pynvml
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _node_facts
 from ansible_collections.hpc.gpu_containers.plugins.modules import gpu_facts
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
 import fake_libnvml  # noqa: E402
@@ -33,11 +32,9 @@ def node(tmp_path, monkeypatch):
 
 
 def run(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exit_info:
-            gpu_facts.main()
-    assert exit_info.value.code == 0
-    return json.loads(capsys.readouterr().out)
+    result = run_module(gpu_facts, capsys, with_rc=True, **args)
+    assert result.pop("_rc") == 0
+    return result
 
 
 def test_power9_v100_node(monkeypatch, capsys, node):
@@ -84,10 +81,7 @@ def test_no_python_package_is_needed(monkeypatch, capsys, node):
 
 
 def test_unknown_option_is_refused(capsys, node):
-    with patch_module_args({"bogus": 1}):
-        with pytest.raises(SystemExit):
-            gpu_facts.main()
-    res = json.loads(capsys.readouterr().out)
+    res = run_module(gpu_facts, capsys, bogus=1)
     assert res["failed"] is True and "bogus" in res["msg"]
 
 
@@ -109,9 +103,7 @@ def test_malformed_daemon_json_fails_naming_file_and_line(monkeypatch, capsys, n
     daemon = tmp_path / "daemon.json"
     daemon.write_text('{\n  "runtimes": {,\n}\n')
     lib = fake_libnvml.FakeLibNvml(init_result=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
-    with fake_libnvml.installed(monkeypatch, lib), patch_module_args({"docker_daemon_json": str(daemon)}):
-        with pytest.raises(SystemExit) as exit_info:
-            gpu_facts.main()
-    res = json.loads(capsys.readouterr().out)
-    assert exit_info.value.code == 1 and res["failed"] is True
+    with fake_libnvml.installed(monkeypatch, lib):
+        res = run_module(gpu_facts, capsys, with_rc=True, docker_daemon_json=str(daemon))
+    assert res["_rc"] == 1 and res["failed"] is True
     assert str(daemon) in res["msg"] and ":2:" in res["msg"]

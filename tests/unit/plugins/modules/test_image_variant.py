@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.doc_fragments.file_edit import ModuleDocFragment as FileEditFragment
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_catalogue
 from ansible_collections.hpc.gpu_containers.plugins.modules import image_variant
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "module_utils"))
 import image_nodes as nodes  # noqa: E402
@@ -37,10 +37,7 @@ CATALOGUE = {
 
 
 def run(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            image_variant.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(image_variant, capsys, **args)
 
 
 def facts(node, cpu=nodes.BROADWELL):

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_catalogue as ic
 from ansible_collections.hpc.gpu_containers.plugins.modules import image_variant
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 RESOLVER = Path(ic.__file__)
 VARIANT = {"name": "cuda12", "image": "head.cluster:5000/hpc/powerai:cuda12.2", "architecture": "x86_64",
@@ -74,11 +74,8 @@ def test_a_5000_digit_cuda_minimum_through_the_module_is_a_clear_failure(capsys)
     facts = {"present": True, "driver_version": "535.129.03", "cuda_driver_version": "12.2",
              "cpu": {"architecture": "x86_64", "level": "x86-64-v3"},
              "gpus": [{"compute_capability": "8.0"}]}
-    with patch_module_args({"catalogue": catalogue(cuda=HUGE), "image": "powerai", "gpu_facts": facts,
-                            "node": "gpu01"}):
-        with pytest.raises(SystemExit):
-            image_variant.main()
-    res = json.loads(capsys.readouterr().out)
+    res = run_module(image_variant, capsys, catalogue=catalogue(cuda=HUGE), image="powerai", gpu_facts=facts,
+                     node="gpu01")
     assert res["failed"] is True and "exception" not in res
     assert res["msg"].startswith("catalogue: powerai: variant cuda12 (variants[0]): cuda: ")
 

@@ -2,15 +2,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """lsf_application module: check mode, diff, idempotency, backup, failures."""
 
-import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import lsf_application
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "lsb_applications"
 MIXED = FIXTURES / "constructed__mixed.lsb.applications"
@@ -28,14 +27,7 @@ GPU_PROFILE = {
 
 
 def run(capsys, check=False, diff=False, **args):
-    if check:
-        args["_ansible_check_mode"] = True
-    if diff:
-        args["_ansible_diff"] = True
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            lsf_application.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(lsf_application, capsys, check=check, diff=diff, **args)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@
 file keeps its exact bytes, in check mode and in a real run."""
 
 import pytest
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import lsf_conf, lsf_host, lsf_resource
 

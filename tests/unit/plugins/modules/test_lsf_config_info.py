@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _lsf_layout as model
 from ansible_collections.hpc.gpu_containers.plugins.modules import lsf_config_info
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "lsf10.1"
 

@@ -23,7 +23,7 @@ import pytest
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import lsf_host_state
 
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module, warning_texts
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module, warning_texts
 
 ROOT = Path(__file__).resolve().parents[4]
 FIXTURE = ROOT / "tests" / "fixtures" / "lsf10.1" / "conf"

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module, warning_texts
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module, warning_texts
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import lsf_conf, lsf_host, lsf_resource
 

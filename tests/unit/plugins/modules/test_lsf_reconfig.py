@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import lsf_reconfig
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 ROOT = Path(__file__).resolve().parents[4]
 FIXTURE = ROOT / "tests" / "fixtures" / "lsf10.1" / "conf"

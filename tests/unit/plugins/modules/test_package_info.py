@@ -2,20 +2,17 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """package_info through AnsibleModule: the real dpkg-query where there is one, a missing database."""
 
-import json
 import shutil
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import package_info
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 
 def run(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exit_info:
-            package_info.main()
-    return exit_info.value.code, json.loads(capsys.readouterr().out)
+    result = run_module(package_info, capsys, with_rc=True, **args)
+    return result.pop("_rc"), result
 
 
 @pytest.mark.skipif(not shutil.which("dpkg-query"), reason="needs a Debian-family system's dpkg-query")

@@ -3,14 +3,13 @@
 """registry_htpasswd through AnsibleModule with real bcrypt: revocation, kept hashes,
 exact check mode, names-only diff, no password or hash in the output, file mode."""
 
-import json
 import os
 import stat
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import registry_htpasswd
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 # The module's own dependency on the nodes (python3-bcrypt); tests/unit/requirements.txt should list it.
 bcrypt = pytest.importorskip("bcrypt")
@@ -25,11 +24,7 @@ def _cheap_bcrypt(monkeypatch):
 
 
 def run(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            registry_htpasswd.main()
-    out = capsys.readouterr().out
-    return json.loads(out), out
+    return run_module(registry_htpasswd, capsys, with_output=True, **args)
 
 
 def hashes(path):

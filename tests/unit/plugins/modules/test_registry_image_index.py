@@ -16,11 +16,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_index as model
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _registry_api
 from ansible_collections.hpc.gpu_containers.plugins.modules import registry_image_index
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 REPO = "hpc/verify"
 AUTH = "Basic " + base64.b64encode(b"hpcadmin:s3cret-pw").decode()
@@ -165,11 +165,7 @@ def run(capsys, registry, check=False, diff=False, **args):
     params = dict(registry=registry.address, repository=REPO, tag="1", insecure=True, username="hpcadmin",
                   password="s3cret-pw", _ansible_check_mode=check, _ansible_diff=diff)
     params.update(args)
-    with patch_module_args(params):
-        with pytest.raises(SystemExit):
-            registry_image_index.main()
-    out = capsys.readouterr().out
-    return json.loads(out), out
+    return run_module(registry_image_index, capsys, with_output=True, **params)
 
 
 def test_two_architectures_built_apart_end_in_one_index(registry, capsys):
@@ -256,10 +252,7 @@ def test_a_wrong_password_is_named_and_the_password_never_shown(registry, capsys
 
 def test_an_unreachable_registry_is_a_clear_error(capsys):
     params = dict(registry="127.0.0.1:9", repository=REPO, tag="1", insecure=True, timeout=3)
-    with patch_module_args(params):
-        with pytest.raises(SystemExit):
-            registry_image_index.main()
-    res = json.loads(capsys.readouterr().out)
+    res = run_module(registry_image_index, capsys, **params)
     assert res["failed"] and res["msg"].startswith("GET http://127.0.0.1:9/v2/hpc/verify/manifests/1: ")
 
 

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import containers_conf, lsf_application, subid_ranges
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "lsb_applications"
 

@@ -12,7 +12,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import runtime_verify
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 MACHINE = os.uname().machine
 GPUS = {"present": True, "gpus": [{"index": 0, "uuid": "GPU-a", "minor_number": 0},

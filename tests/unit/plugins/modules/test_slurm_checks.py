@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import slurm_gres_check, slurm_node_check
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "slurm"
 REPLAY = """#!/bin/sh

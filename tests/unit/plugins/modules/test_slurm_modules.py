@@ -6,7 +6,7 @@ idempotence, backup, path:line errors, return values."""
 from pathlib import Path
 
 import pytest
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module, warning_texts
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module, warning_texts
 
 from ansible_collections.hpc.gpu_containers.plugins.modules import slurm_conf, slurm_gres
 

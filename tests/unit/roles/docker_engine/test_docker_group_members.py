@@ -24,7 +24,7 @@ import yaml
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _fingerprint
 from ansible_collections.hpc.gpu_containers.plugins.modules import drift_fingerprint
-from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.lsf_module_runner import run_module
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import (
     ROLES,
     ok,
