@@ -26,14 +26,15 @@ WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
 	ANSIBLE_HOME="$(CURDIR)/.ansible"
 # Three lanes side by side (tools/molecule-lanes.sh), the scenarios of a lane in turn: the default
 # scenario alone (the longest); a real Slurm with Docker jobs as a user across two nodes, then the
-# registry's explicit insecure mode and bad inputs, then the same under the oldest supported ansible-core,
-# then the EL package path on a stand-in userland (its node image built in the lane, make:el-image);
+# registry's explicit insecure mode and bad inputs, then the same under the oldest supported ansible-core;
 # rolling changes on a live LSF cluster (close, drain, restart, verify, reopen), then the rootless runtimes
-# (podman, udocker) on a GPU node of their own. `make test` adds a fourth lane, the checks (CHECKS below).
+# (podman, udocker) on a GPU node of their own. A fourth lane: `make test`'s checks (CHECKS below), then
+# the EL package path on a stand-in userland (MOLECULE_EL below).
 # Every scenario has its own nodes, network and volumes. One scenario: MOLECULE_LANES=slurm; one
-# lane of two: MOLECULE_LANES='"default slurm"'. Each lane's output: molecule-lane-<n>.log.
+# lane of two: MOLECULE_LANES='"default slurm"'; the EL scenario: MOLECULE_LANES='"make:el-image el"'.
+# Each lane's output: molecule-lane-<n>.log.
 # <scenario>@oldest runs a scenario under the oldest supported ansible-core (.venv/oldest).
-MOLECULE_LANES ?= "default" "slurm registry_insecure registry_insecure@oldest make:el-image el" "rolling rootless"
+MOLECULE_LANES ?= "default" "slurm registry_insecure registry_insecure@oldest" "rolling rootless"
 # Named volumes the scenarios share between their nodes (the LSF_TOP of default and rolling, the
 # slurm scenario's /home).
 MOLECULE_VOLUMES := hpc-gpu-molecule-lsf-top hpc-slurm-molecule-home hpc-gpu-molecule-roll-lsf-top
@@ -105,14 +106,20 @@ el-image: image ## Build the EL stand-in node image and the site mirrors it inst
 slurm-image: ## Build the Slurm test bed's node and MPI job images from Debian packages (tools/slurm-image.sh)
 	@$(call timed,slurm-image,tools/slurm-image.sh)
 
-# Lanes `make molecule` runs beside MOLECULE_LANES, before them on the command line: none by default;
-# `make test` hands it the checks (CHECKS below) as one lane.
+# The steps of a lane `make molecule` runs beside MOLECULE_LANES: none by default; `make test` hands it the
+# checks (CHECKS below) as make:<target> steps.
 MOLECULE_BESIDE ?=
+# Steps that follow MOLECULE_BESIDE in its lane when a Docker engine answers (a lane of their own when it is
+# empty): the EL scenario after its node image, where the checks leave the most time beside the scenarios.
+# Only with the default MOLECULE_LANES: lanes given on the command line run alone.
+MOLECULE_EL ?= $(if $(filter file,$(origin MOLECULE_LANES)),make:el-image el)
 
 molecule: venv $(if $(findstring @oldest,$(MOLECULE_LANES)),venv-oldest) ## molecule test of MOLECULE_LANES (lanes side by side), when a Docker engine answers
 	@if docker info >/dev/null 2>&1; then \
 	    $(MAKE) --no-print-directory image slurm-image && \
-	    { rc=0; $(WITH_VENV) tools/molecule-lanes.sh $(MOLECULE_BESIDE) $(MOLECULE_LANES) || rc=$$?; \
+	    { rc=0; $(WITH_VENV) tools/molecule-lanes.sh \
+	        $(if $(strip $(MOLECULE_BESIDE) $(MOLECULE_EL)),"$(strip $(MOLECULE_BESIDE) $(MOLECULE_EL))") $(MOLECULE_LANES) \
+	      || rc=$$?; \
 	      docker volume rm $(MOLECULE_VOLUMES) >/dev/null 2>&1 || true; exit $$rc; }; \
 	else \
 	    printf '%s\n' \
@@ -121,7 +128,7 @@ molecule: venv $(if $(findstring @oldest,$(MOLECULE_LANES)),venv-oldest) ## mole
 	      '##  (`docker info` failed). Nothing was converged or verified.    ##' \
 	      '##################################################################' >&2; \
 	    if [ -n "$${MOLECULE_REQUIRED:-}" ]; then echo "make molecule: MOLECULE_REQUIRED is set: failing" >&2; exit 1; fi; \
-	    $(if $(strip $(MOLECULE_BESIDE)),$(WITH_VENV) tools/molecule-lanes.sh $(MOLECULE_BESIDE),true); \
+	    $(if $(strip $(MOLECULE_BESIDE)),$(WITH_VENV) tools/molecule-lanes.sh "$(strip $(MOLECULE_BESIDE))",true); \
 	fi
 
 # Not part of `test` (CI runs it beside `make test`, .ci/run): 26 minutes on 2
@@ -175,7 +182,7 @@ checks: $(CHECKS) ## lint adversarial sanity units sanity-oldest units-oldest, o
 # are mostly CPU, the scenarios mostly wait on their nodes, so side by side they take about as long as
 # the longest lane instead of the sum. A failed check fails `make test`; the lanes still run to their end.
 test: venv venv-oldest ## Everything CI runs: the checks (lint ... units-oldest) in one lane beside the molecule lanes
-	@$(MAKE) --no-print-directory molecule MOLECULE_BESIDE='"$(addprefix make:,$(CHECKS))"'
+	@$(MAKE) --no-print-directory molecule MOLECULE_BESIDE='$(addprefix make:,$(CHECKS))'
 
 clean: ## Remove test output and caches (keeps .venv and the ansible-test venv cache)
 	rm -rf tests/output .pytest_cache .ruff_cache .hypothesis
