@@ -43,9 +43,10 @@
 #                     mount -t 9p -o trans=virtio,version=9p2000.L TAG MOUNTPOINT
 #   PPC64LE_BOOT_TIMEOUT  seconds to wait for sshd (default 900: 20-40 s on an
 #                         idle core, minutes beside other busy work)
-# The image build (mmdebstrap, mkfs) runs under `nice -n 19`; qemu runs at the
-# caller's priority: a niced emulated CPU beside busy cores starves (sshd does
-# not answer for minutes) and its scenario ends last, not first.
+# The image build (mmdebstrap, mkfs) and qemu run at the caller's priority: the
+# build is the first step of CI's longest path (make ppc64le), and a niced
+# emulated CPU beside busy cores starves (sshd does not answer for minutes) and
+# its scenario ends last, not first.
 set -euo pipefail
 
 self="${BASH_SOURCE[0]}"
@@ -148,7 +149,7 @@ cmd_build() {
     # shellcheck disable=SC2016
     SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1700000000}" \
     TESTBED_MODULES="$initramfs_modules" TESTBED_PUBKEY="$work/id_ed25519.pub" TESTBED_MASKED="$masked" \
-    nice -n 19 mmdebstrap --mode=root --variant=minbase --architectures=ppc64el \
+    mmdebstrap --mode=root --variant=minbase --architectures=ppc64el \
         --include="$packages" \
         --dpkgopt='path-exclude=/usr/share/man/*' \
         --dpkgopt='path-exclude=/usr/share/doc/*' \
@@ -177,7 +178,7 @@ cmd_build() {
     log "root filesystem built in ${t_rootfs} s ($(du -sm "$work/rootfs" | cut -f1) MB)"
 
     start=$(date +%s)
-    nice -n 19 mkfs.ext4 -q -F -L testbed-root -d "$work/rootfs" "$work/disk.img" "$disk_size" >&2
+    mkfs.ext4 -q -F -L testbed-root -d "$work/rootfs" "$work/disk.img" "$disk_size" >&2
     end=$(date +%s); t_mkfs=$((end - start))
     log "disk image made in ${t_mkfs} s ($(du -m "$work/disk.img" | cut -f1) MB used of $disk_size)"
     printf 'recipe=%s\nrootfs_s=%s\nmkfs_s=%s\ninitrd_bytes=%s\n' "$recipe_hash" "$t_rootfs" "$t_mkfs" \
