@@ -156,14 +156,15 @@ demo-down: ## Remove the demo cluster (tools/demo-down.sh)
 	$(WITH_VENV) tools/demo-down.sh
 
 # The README's "Your first real cluster" steps, as written, against the demo nodes: make demo when
-# they are not all running, then tools/first-cluster.sh, then make demo-down (also after a failure).
+# they are not all running, then tools/first-cluster.sh, then make demo-down (also after a failure, of the
+# demo too: a half-made demo left running would be taken for a ready one by the next run).
 .PHONY: first-cluster
 first-cluster: venv ## The README's first-cluster steps against the demo nodes (tools/first-cluster.sh)
-	@for node in head gpu01 gpu02; do \
+	@rc=0; for node in head gpu01 gpu02; do \
 	    [ "$$(docker container inspect -f '{{.State.Running}}' demo-$$node 2>/dev/null)" = true ] || up=no; \
 	done; \
-	if [ "$${up:-yes}" = no ]; then $(call timed,demo,$(MAKE) --no-print-directory demo); fi
-	@rc=0; ( $(call timed,first-cluster,$(WITH_VENV) tools/first-cluster.sh) ) || rc=$$?; \
+	if [ "$${up:-yes}" = no ]; then ( $(call timed,demo,$(MAKE) --no-print-directory demo) ) || rc=$$?; fi; \
+	if [ "$$rc" -eq 0 ]; then ( $(call timed,first-cluster,$(WITH_VENV) tools/first-cluster.sh) ) || rc=$$?; fi; \
 	$(MAKE) --no-print-directory demo-down; exit $$rc
 
 bench: venv ## Run every benchmark in bench/*.py

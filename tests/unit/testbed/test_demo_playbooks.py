@@ -38,3 +38,10 @@ def test_demo_playbooks_need_no_variable_only_molecule_sets():
     for path in playbooks:
         used = set(re.findall(r"\b(MOLECULE_[A-Z_]+)\b", path.read_text())) - DEMO_SETS
         assert not used, "%s reads %s, which tools/demo.sh does not set" % (path.relative_to(ROOT), sorted(used))
+
+
+def test_paths_from_playbook_dir_exist():
+    """An imported playbook's playbook_dir is its own directory: every path a demo playbook builds from it exists."""
+    for path in demo_playbooks():
+        for rest in re.findall(r"\{\{ playbook_dir \}\}([^\"' ]*)", path.read_text()):
+            assert (path.parent / ("." + rest)).exists(), "%s: {{ playbook_dir }}%s" % (path.relative_to(ROOT), rest)
