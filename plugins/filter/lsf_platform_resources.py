@@ -65,6 +65,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._gpu_access import facts_of
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogue import (
     LSF_RESOURCES,
     ImageCatalogueError,
@@ -73,21 +74,12 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogu
 )
 
 
-def _facts(hostvars, host):
-    """``ansible_facts`` of an inventory host, or {} (a host without facts, or not in the inventory)."""
-    try:
-        facts = hostvars[host]["ansible_facts"]
-    except (KeyError, TypeError):
-        return {}
-    return facts if isinstance(facts, Mapping) else {}
-
-
 def _inventory_host(name, hostvars, candidates):
     """The inventory host that is LSF host ``name``: by inventory name, else by its own short host name."""
     if name in candidates:
         return name
     for host in candidates:
-        facts = _facts(hostvars, host)
+        facts = facts_of(hostvars, host)
         if name in (facts.get("hostname"), str(facts.get("nodename") or "").split(".", maxsplit=1)[0]):
             return host
     return None
@@ -101,7 +93,7 @@ def lsf_platform_resources(hosts, hostvars, inventory_hosts=None):
     out = {}
     for name in hosts:
         host = _inventory_host(name, hostvars, candidates)
-        facts = _facts(hostvars, host).get("gpu_facts") if host else None
+        facts = facts_of(hostvars, host).get("gpu_facts") if host else None
         if not isinstance(facts, Mapping):
             continue
         try:

@@ -1,14 +1,17 @@
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run tasks of the collection's roles, as they are written there, with ansible-playbook on localhost."""
+"""Run tasks of the collection's roles, as they are written there, with ansible-playbook on localhost; render a
+role's program templates (a program's source in files/, its site values added by the template)."""
 
 import copy
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import jinja2
 import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,6 +32,20 @@ def role_task(role, tasks_file, name):
     task = walk(yaml.safe_load((ROLES / role / "tasks" / tasks_file).read_text()))
     assert task is not None, "%s/%s has no task %r" % (role, tasks_file, name)
     return copy.deepcopy(task)
+
+
+def render_role_template(role, template, **variables):
+    """``roles/<role>/templates/<template>`` rendered as Ansible renders it for the role's program files: the
+    to_json and bool filters, and the file lookup of the role's files/ (trailing whitespace stripped)."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["to_json"] = json.dumps
+    env.filters["bool"] = lambda value: value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+
+    def lookup(plugin, name):
+        assert plugin == "ansible.builtin.file", plugin
+        return (ROLES / role / "files" / name).read_text().rstrip()
+    variables.setdefault("ansible_managed", "Ansible managed")
+    return env.from_string((ROLES / role / "templates" / template).read_text()).render(lookup=lookup, **variables)
 
 
 def role_defaults(role):

@@ -5,18 +5,16 @@
 The profiles name the role's options script (CONTAINER options(@script)), which LSF runs on the execution host
 at job start: a 2-GPU node passes /dev/nvidia0-1 and a 4-GPU node /dev/nvidia0-3 (the profile used to carry only
 the minors every GPU node had, so GPUs 2 and 3 of the bigger node never reached a container). The script is
-rendered from the role's template and run for real on a stand-in /dev whose device nodes link to /dev/null (a
+rendered from the role's template (its source in the role's files/) and run for real on a stand-in /dev whose device nodes link to /dev/null (a
 character device); the starter, in devices mode, leaves LSF's CUDA_VISIBLE_DEVICES as LSF set it.
 """
 
 import copy
 import importlib.util
-import json
 import os
 import subprocess
 import sys
 
-import jinja2
 import pytest
 
 # the starter tests' fixture, used below
@@ -27,19 +25,15 @@ from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import (
     ROLES,
     debug_values,
     ok,
+    render_role_template,
     role_defaults,
     run_playbook,
 )
 
-TEMPLATE = ROLES / "lsf_docker" / "templates" / "lsf-docker-gpu-devices.py.j2"
-
 
 def render(control):
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters["to_json"] = json.dumps
-    return env.from_string(TEMPLATE.read_text()).render(
-        ansible_managed="Ansible managed", lsf_docker_python=sys.executable, lsf_docker_gpu_control_devices=control,
-        __lsf_docker_gpu_devices_script="/usr/share/lsf/conf/docker/lsf-docker-gpu-devices.py")
+    return render_role_template("lsf_docker", "lsf-docker-gpu-devices.py.j2", lsf_docker_python=sys.executable,
+                                lsf_docker_gpu_control_devices=control)
 
 
 def stand_in_dev(tmp_path, names):
@@ -52,14 +46,17 @@ def stand_in_dev(tmp_path, names):
 
 @pytest.fixture
 def script(tmp_path):
-    """The rendered script, as a file and as a module (its device_nodes() takes the /dev to list)."""
+    """The program as the role installs it (rendered, as a file), and its source imported as a module with the same
+    control devices (its device_nodes() takes the /dev to list)."""
     def make(control):
         path = tmp_path / "lsf-docker-gpu-devices.py"
         path.write_text(render(control))
         path.chmod(0o755)
-        spec = importlib.util.spec_from_file_location("gpu_devices_%d" % len(control), path)
+        spec = importlib.util.spec_from_file_location("gpu_devices_%d" % len(control),
+                                                      ROLES / "lsf_docker" / "files" / "lsf_docker_gpu_devices.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
+        module.CONTROL = control
         return path, module
     return make
 

@@ -1,6 +1,7 @@
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The LSF Docker starter wrapper, rendered from the role's template and run for real.
+"""The LSF Docker starter wrapper, as the role's template installs it (the program's source in the role's files/,
+imported by the test below, with the site's settings at its end), run for real.
 
 LSF runs the wrapper as the Docker driver's user (in the docker group) with the
 job's environment, which the submitting user controls. A recording
@@ -9,6 +10,7 @@ job's environment, which the submitting user controls. A recording
 flags it was started with.
 """
 
+import importlib.util
 import json
 import os
 import re
@@ -16,10 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jinja2
 import pytest
 
-ROLE = Path(__file__).resolve().parents[4] / "roles" / "lsf_docker"
+from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import ROLES, render_role_template
+
+ROLE = ROLES / "lsf_docker"
 # The resolver the role installs on each Docker host is this file, as it is.
 RESOLVER = Path(__file__).resolve().parents[4] / "plugins" / "module_utils" / "_image_catalogue.py"
 
@@ -32,11 +35,7 @@ with open(os.environ.get("RECORD_TO") or sys.argv[-1], "w") as out:
 
 
 def render(serverdir, **overrides):
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters["to_json"] = json.dumps
-    env.filters["bool"] = lambda value: value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
     variables = {
-        "ansible_managed": "Ansible managed",
         "lsf_docker_python": sys.executable,
         "lsf_docker_exec_driver_user": "lsfadmin",
         "lsf_docker_starter_umask": "0022",
@@ -54,7 +53,7 @@ def render(serverdir, **overrides):
         "__lsf_docker_gpu_mode": "runtime",
     }
     variables.update(overrides)
-    return env.from_string((ROLE / "templates" / "lsf-docker-starter.py.j2").read_text()).render(**variables)
+    return render_role_template("lsf_docker", "lsf-docker-starter.py.j2", **variables)
 
 
 @pytest.fixture
@@ -78,6 +77,25 @@ def wrapper(tmp_path):
             return json.loads(record.read_text())
         return path, run
     return make
+
+
+def test_the_installed_wrapper_is_the_source_with_every_setting_of_the_site(tmp_path):
+    source = (ROLE / "files" / "lsf_docker_starter.py").read_text()
+    spec = importlib.util.spec_from_file_location("lsf_docker_starter", ROLE / "files" / "lsf_docker_starter.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # the settings: the module-level names the source gives before its fixed lists
+    settings = set(re.findall(r"^([A-Z][A-Z_]+) = ", source.partition("\n# Never passed on:")[0], re.M))
+    assert {"DRIVER", "UMASK", "GPU_ISOLATION", "LSF_DIRS", "LOGICAL_IMAGE"} <= settings
+    assert all(hasattr(module, name) for name in settings)
+    installed = render(tmp_path / "serverdir", lsf_docker_starter_umask="0027")
+    head, _sep, rest = installed.partition("\n# Ansible managed\n")
+    assert head == "#!%s -I" % sys.executable
+    assert rest.startswith(source.rstrip() + "\n")
+    trailer = rest[len(source.rstrip()):]
+    assert set(re.findall(r"^    ([A-Z][A-Z_]+) = ", trailer, re.M)) == settings
+    assert "    DRIVER = %s\n" % json.dumps(str(tmp_path / "serverdir" / "docker-starter.py")) in trailer
+    assert "    UMASK = 0o027\n" in trailer
 
 
 def test_the_driver_runs_isolated_with_the_job_arguments(wrapper):

@@ -1,7 +1,8 @@
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""srun-docker, rendered from the role's template: its pure helpers, and whole runs against recording stand-ins
-for docker, srun and scontrol at the process boundary (the real thing runs in molecule/slurm).
+"""srun-docker: its pure helpers, from the program's source (roles/slurm_docker/files/srun_docker.py, imported),
+and whole runs of the program as the role's template installs it, against recording stand-ins for docker, srun and
+scontrol at the process boundary (the real thing runs in molecule/slurm).
 
 The runs check what the job containers are given (the user's ids, read-only passwd/group, $HOME, the GPUs Slurm
 allocated and no other, no SLURM_* variables), that the command's exit code comes back, that containers are removed
@@ -17,10 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jinja2
 import pytest
 
-ROLE = Path(__file__).resolve().parents[4] / "roles" / "slurm_docker"
+from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import ROLES, render_role_template
+
+ROLE = ROLES / "slurm_docker"
 
 FAKE_DOCKER = r'''#!PYTHON
 import json, os, subprocess, sys, time
@@ -119,24 +121,33 @@ echo n2
 
 
 def render(config_dir, engine="docker"):
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters["to_json"] = json.dumps
-    variables = {"slurm_docker_python": sys.executable, "ansible_managed": "Ansible managed",
-                 "slurm_docker_config_dir": str(config_dir), "__slurm_docker_engine": engine,
-                 "__slurm_docker_prog": "srun-" + engine}
-    return env.from_string((ROLE / "templates" / "srun-docker.j2").read_text()).render(**variables)
+    return render_role_template("slurm_docker", "srun-docker.j2", slurm_docker_python=sys.executable,
+                                slurm_docker_config_dir=str(config_dir), __slurm_docker_engine=engine,
+                                __slurm_docker_prog="srun-" + engine)
 
 
 @pytest.fixture(scope="module")
-def srun_docker(tmp_path_factory):
-    """The rendered script, imported as a module (for its helpers)."""
-    base = tmp_path_factory.mktemp("srun-docker")
-    path = base / "srun_docker.py"
-    path.write_text(render(base / "etc"))
-    spec = importlib.util.spec_from_file_location("srun_docker_rendered", path)
+def srun_docker():
+    """The program's source, imported as a module (for its helpers)."""
+    spec = importlib.util.spec_from_file_location("srun_docker", ROLE / "files" / "srun_docker.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_the_installed_program_is_the_source_with_its_name_settings_and_engine(tmp_path):
+    source = (ROLE / "files" / "srun_docker.py").read_text()
+    for engine in ("docker", "podman"):
+        installed = render(tmp_path / "etc", engine)
+        head, _sep, rest = installed.partition("\n# Ansible managed\n")
+        assert head == "#!" + sys.executable
+        assert rest.startswith(source.rstrip() + "\n")
+        assert "{{" not in source and "{%" not in source
+        done = subprocess.run([sys.executable, "-c", installed.partition("\n")[2], "--help"], capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("usage: srun-%s " % engine)
+        assert "site settings: %s" % (tmp_path / "etc" / ("srun-%s.json" % engine)) in done.stdout
 
 
 # --- helpers ---------------------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+../../../roles/lsf_docker/files/lsf_docker_starter.py
