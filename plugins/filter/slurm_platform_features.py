@@ -58,6 +58,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._gpu_access import facts_of
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogue import (
     SLURM_FEATURES_OWNED,
     ImageCatalogueError,
@@ -72,10 +73,7 @@ def slurm_platform_features(host_of, hostvars):
                                  "got %s" % type(host_of).__name__)
     nodes = {}
     for name, host in host_of.items():
-        try:
-            facts = hostvars[host]["ansible_facts"]["gpu_facts"]
-        except (KeyError, TypeError):
-            continue
+        facts = facts_of(hostvars, host).get("gpu_facts")
         if not isinstance(facts, Mapping):
             continue
         try:

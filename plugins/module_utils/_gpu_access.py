@@ -48,13 +48,12 @@ def hosts_with_facts(hosts, hostvars, daemon_json_path=None):
     return out
 
 
-def _gpu_minors(facts):
+def _found_gpus(facts):
+    """Whether the node's gpu_facts found a GPU with a minor number (its /dev/nvidiaN)."""
     gpu_facts = facts.get("gpu_facts") or {}
-    if not gpu_facts.get("present"):
-        return []
-    return [gpu.get("minor_number") for gpu in gpu_facts.get("gpus") or []
-            if isinstance(gpu, Mapping) and isinstance(gpu.get("minor_number"), (int, float))
-            and not isinstance(gpu.get("minor_number"), bool)]
+    return bool(gpu_facts.get("present")) and any(
+        isinstance(gpu, Mapping) and isinstance(gpu.get("minor_number"), (int, float))
+        and not isinstance(gpu.get("minor_number"), bool) for gpu in gpu_facts.get("gpus") or [])
 
 
 def gpu_access(access, hosts, hostvars, runtime, site_minors=()):
@@ -67,6 +66,6 @@ def gpu_access(access, hosts, hostvars, runtime, site_minors=()):
     facts = [facts_of(hostvars, host) for host in hosts]
     if facts and all(runtime in ((one.get("docker_daemon") or {}).get("runtimes") or ()) for one in facts):
         return "runtime"
-    if any(_gpu_minors(one) for one in facts) or list(site_minors or ()):
+    if any(_found_gpus(one) for one in facts) or list(site_minors or ()):
         return "devices"
     return "none"

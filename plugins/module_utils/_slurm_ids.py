@@ -22,9 +22,10 @@ def passwd_ids(results):
     whose ``item`` is the user)."""
     out = {}
     for result in results or []:
+        if not isinstance(result, Mapping):
+            continue
         user = result.get("item")
-        entry = (((result.get("ansible_facts") or {}).get("getent_passwd") or {}).get(user)
-                 if isinstance(result, Mapping) else None)
+        entry = ((result.get("ansible_facts") or {}).get("getent_passwd") or {}).get(user)
         out[user] = "%s:%s" % (entry[1], entry[2]) if entry else None
     return out
 

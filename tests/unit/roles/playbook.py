@@ -4,6 +4,7 @@
 role's program templates (a program's source in files/, its site values added by the template)."""
 
 import copy
+import importlib.util
 import json
 import os
 import re
@@ -46,6 +47,14 @@ def render_role_template(role, template, **variables):
         return (ROLES / role / "files" / name).read_text().rstrip()
     variables.setdefault("ansible_managed", "Ansible managed")
     return env.from_string((ROLES / role / "templates" / template).read_text()).render(lookup=lookup, **variables)
+
+
+def import_role_program(role, source, name=None):
+    """A role's program source (``roles/<role>/files/<source>``), imported as a module under ``name``."""
+    spec = importlib.util.spec_from_file_location(name or Path(source).stem, ROLES / role / "files" / source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def role_defaults(role):

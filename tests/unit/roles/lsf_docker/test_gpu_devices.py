@@ -10,7 +10,6 @@ character device); the starter, in devices mode, leaves LSF's CUDA_VISIBLE_DEVIC
 """
 
 import copy
-import importlib.util
 import os
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from ansible_collections.hpc.gpu_containers.tests.unit.roles.lsf_docker.test_sta
 from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import (
     ROLES,
     debug_values,
+    import_role_program,
     ok,
     render_role_template,
     role_defaults,
@@ -52,10 +52,7 @@ def script(tmp_path):
         path = tmp_path / "lsf-docker-gpu-devices.py"
         path.write_text(render(control))
         path.chmod(0o755)
-        spec = importlib.util.spec_from_file_location("gpu_devices_%d" % len(control),
-                                                      ROLES / "lsf_docker" / "files" / "lsf_docker_gpu_devices.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = import_role_program("lsf_docker", "lsf_docker_gpu_devices.py", "gpu_devices_%d" % len(control))
         module.CONTROL = control
         return path, module
     return make

@@ -10,7 +10,6 @@ job's environment, which the submitting user controls. A recording
 flags it was started with.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -20,7 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import ROLES, render_role_template
+from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import (
+    ROLES,
+    import_role_program,
+    render_role_template,
+)
 
 ROLE = ROLES / "lsf_docker"
 # The resolver the role installs on each Docker host is this file, as it is.
@@ -81,9 +84,7 @@ def wrapper(tmp_path):
 
 def test_the_installed_wrapper_is_the_source_with_every_setting_of_the_site(tmp_path):
     source = (ROLE / "files" / "lsf_docker_starter.py").read_text()
-    spec = importlib.util.spec_from_file_location("lsf_docker_starter", ROLE / "files" / "lsf_docker_starter.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_role_program("lsf_docker", "lsf_docker_starter.py")
     # the settings: the module-level names the source gives before its fixed lists
     settings = set(re.findall(r"^([A-Z][A-Z_]+) = ", source.partition("\n# Never passed on:")[0], re.M))
     assert {"DRIVER", "UMASK", "GPU_ISOLATION", "LSF_DIRS", "LOGICAL_IMAGE"} <= settings

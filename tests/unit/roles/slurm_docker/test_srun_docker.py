@@ -9,7 +9,6 @@ allocated and no other, no SLURM_* variables), that the command's exit code come
 on success, failure and refusal, and the launcher's protocol with the per-node step (sshd up -> ready file -> the
 command in the first node's container -> stop file -> the step ends normally)."""
 
-import importlib.util
 import json
 import os
 import re
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import ROLES, render_role_template
+from ansible_collections.hpc.gpu_containers.tests.unit.roles.playbook import ROLES, import_role_program, render_role_template
 
 ROLE = ROLES / "slurm_docker"
 
@@ -129,10 +128,7 @@ def render(config_dir, engine="docker"):
 @pytest.fixture(scope="module")
 def srun_docker():
     """The program's source, imported as a module (for its helpers)."""
-    spec = importlib.util.spec_from_file_location("srun_docker", ROLE / "files" / "srun_docker.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_role_program("slurm_docker", "srun_docker.py")
 
 
 def test_the_installed_program_is_the_source_with_its_name_settings_and_engine(tmp_path):
