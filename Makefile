@@ -36,9 +36,6 @@ WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
 # Each lane's output: molecule-lane-<n>.log.
 # <scenario>@oldest runs a scenario under the oldest supported ansible-core (.venv/oldest).
 MOLECULE_LANES ?= "default" "slurm registry_insecure@oldest" "rolling rootless"
-# Named volumes the scenarios share between their nodes (the LSF_TOP of default and rolling, the
-# slurm scenario's /home).
-MOLECULE_VOLUMES := hpc-gpu-molecule-lsf-top hpc-slurm-molecule-home hpc-gpu-molecule-roll-lsf-top
 
 # $(call timed,<label>,<command>): run a command and report its wall time.
 define timed
@@ -61,7 +58,7 @@ echo "make $(1): installing $(3) into $(2)"; \
 touch "$@"
 endef
 
-.PHONY: help checks venv venv-oldest sanity-oldest units-oldest lint unit adversarial sanity units image slurm-image el-image molecule demo demo-down bench gpu-check test clean ppc64le
+.PHONY: help checks venv venv-oldest sanity-oldest units-oldest lint unit adversarial sanity units image slurm-image el-image molecule demo demo-down bench gpu-check test clean ppc64le ppc64le-disk
 
 help: ## Show this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -122,10 +119,8 @@ MOLECULE_AFTER ?= $(if $(filter file,$(origin MOLECULE_LANES)),make:el-image el)
 molecule: venv $(if $(findstring @oldest,$(MOLECULE_LANES)),venv-oldest) ## molecule test of MOLECULE_LANES (lanes side by side), when a Docker engine answers
 	@if docker info >/dev/null 2>&1; then \
 	    $(MAKE) --no-print-directory image slurm-image && \
-	    { rc=0; $(WITH_VENV) tools/molecule-lanes.sh \
-	        $(if $(strip $(MOLECULE_BESIDE) $(MOLECULE_AFTER)),"$(strip $(MOLECULE_BESIDE) $(MOLECULE_AFTER))") $(MOLECULE_LANES) \
-	      || rc=$$?; \
-	      docker volume rm $(MOLECULE_VOLUMES) >/dev/null 2>&1 || true; exit $$rc; }; \
+	    $(WITH_VENV) tools/molecule-lanes.sh \
+	        $(if $(strip $(MOLECULE_BESIDE) $(MOLECULE_AFTER)),"$(strip $(MOLECULE_BESIDE) $(MOLECULE_AFTER))") $(MOLECULE_LANES); \
 	else \
 	    printf '%s\n' \
 	      '##################################################################' \
@@ -142,12 +137,15 @@ molecule: venv $(if $(findstring @oldest,$(MOLECULE_LANES)),venv-oldest) ## mole
 # caller's priority, as the emulated node runs.
 # Needs root (mmdebstrap --mode=root, binfmt_misc), a Docker engine and
 # qemu-system-ppc64; its own ANSIBLE_HOME, so it can run beside `make molecule`.
-ppc64le: venv image ## A POWER9 node under qemu beside an x86_64 node: molecule test -s ppc64le
+ppc64le: venv image ppc64le-disk ## A POWER9 node under qemu beside an x86_64 node: molecule test -s ppc64le
 	@docker info >/dev/null 2>&1 || { echo "make ppc64le: FAILED: no Docker engine answers (docker info failed); nothing was run" >&2; exit 1; }
-	@[ "$$(id -u)" = 0 ] || { echo "make ppc64le: FAILED: needs root (mmdebstrap --mode=root, binfmt_misc); nothing was run" >&2; exit 1; }
-	@command -v qemu-system-ppc64 >/dev/null || { echo "make ppc64le: FAILED: qemu-system-ppc64 is missing: apt-get install qemu-system-ppc (from bookworm-backports where qemu-utils 10 is installed); nothing was run" >&2; exit 1; }
-	@$(call timed,ppc64le disk image,tools/ppc64le-node.sh build)
 	@$(call timed,molecule ppc64le,$(WITH_VENV) ANSIBLE_HOME="$(CURDIR)/$(VENV)/.ansible-ppc64le" molecule test -s ppc64le)
+
+# Needs neither venv nor node image: CI (.ci/run) builds it beside them.
+ppc64le-disk: ## Build (or find cached) the ppc64le node's disk image (tools/ppc64le-node.sh build)
+	@[ "$$(id -u)" = 0 ] || { echo "make ppc64le-disk: FAILED: needs root (mmdebstrap --mode=root, binfmt_misc); nothing was run" >&2; exit 1; }
+	@command -v qemu-system-ppc64 >/dev/null || { echo "make ppc64le-disk: FAILED: qemu-system-ppc64 is missing: apt-get install qemu-system-ppc (from bookworm-backports where qemu-utils 10 is installed); nothing was run" >&2; exit 1; }
+	@$(call timed,ppc64le disk image,tools/ppc64le-node.sh build)
 
 demo: venv image ## Start the demo cluster (tools/demo.sh)
 	$(WITH_VENV) tools/demo.sh

@@ -46,29 +46,19 @@ export MOLECULE_EPHEMERAL_DIRECTORY="$state"
 
 say "Nodes"
 docker network inspect "$network" >/dev/null 2>&1 || docker network create "$network" >/dev/null
-caps=()
-for cap in CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP \
-           LINUX_IMMUTABLE NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER \
-           SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE \
-           SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE \
-           MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ; do
-    caps+=(--cap-add "$cap")
-done
+# The test bed's node container options, one per line (molecule/README.md).
+mapfile -t node_options < <(grep -v -E '^(#|$)' "$root/molecule/resources/node-container.options")
 for node in "${nodes[@]}"; do
     if docker container inspect "$prefix$node" >/dev/null 2>&1; then
         echo "$prefix$node: already there"
         docker start "$prefix$node" >/dev/null
         continue
     fi
-    # Same options as molecule/default/molecule.yml (see molecule/README.md).
+    # The options every molecule scenario's nodes get.
     docker run -d --name "$prefix$node" --hostname "$node" \
         --network "$network" --network-alias "$node" \
-        "${caps[@]}" \
-        --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
-        --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw \
+        "${node_options[@]}" \
         -v "$prefix$node-docker:/var/lib/docker" \
-        --tmpfs /run --tmpfs /run/lock --tmpfs /tmp \
-        --stop-signal SIGRTMIN+3 \
         --label hpc.gpu_containers.demo=1 \
         "$image" /lib/systemd/systemd >/dev/null
     echo "$prefix$node: started"
