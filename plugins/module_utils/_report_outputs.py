@@ -180,3 +180,31 @@ def check_verify_report(report):
     if not isinstance(report.get("generated_unix"), (int, float)):
         raise ValueError("the verification report has no generated_unix time")
     return report
+
+
+SUMMARY_FORMAT = "%-20s %-8s %-10s %-8s %-6s %-6s %-6s %-6s %-12s %s"
+
+
+def verify_summary(report):
+    """The verification report as the lines verify.yml prints: a header, then per host its architecture, GPUs seen
+    on the host and in the container, verdict, container timings (s), the check through LSF and the CPU benchmark's
+    container/host ratio, each host's reasons indented under it."""
+    lines = [SUMMARY_FORMAT % ("node", "arch", "gpus h/c", "verdict", "pull", "create", "start", "run", "lsf (s)",
+                               "cpu c/h (s)")]
+    for node, entry in report["hosts"].items():
+        timings = entry.get("timings") or {}
+        gpus = entry.get("gpus") or {}
+        lsf = entry.get("lsf")
+        bench = entry.get("benchmark")
+        passed = entry.get("passed")
+        lines.append(SUMMARY_FORMAT % (
+            node, (entry.get("architecture") or {}).get("node", "?"),
+            "%s/%s" % (gpus.get("host", "?"), gpus.get("container", "?")),
+            "not run" if passed is None else ("PASS" if passed else "FAIL"),
+            timings.get("pull") or "-", timings.get("create") or "-", timings.get("start") or "-",
+            timings.get("run") or "-",
+            "%s %s" % ("PASS" if lsf.get("passed") else "FAIL", (lsf.get("timings") or {}).get("total") or "-")
+            if lsf else "-",
+            "%s (%s/%s)" % (bench["ratio"], bench["host"]["median"], bench["container"]["median"]) if bench else "-"))
+        lines += ["    %s" % reason for reason in entry.get("reasons") or []]
+    return lines

@@ -35,3 +35,25 @@ def test_a_report_without_schema_version_is_refused_by_name(tmp_path):
     proc = run_playbook(tmp_path, _play(tmp_path, {"gpu01": {"passed": True}}))
     assert proc.returncode == 2
     assert "verify_junit: the input is not a verification report (no 'hosts' mapping)" in proc.stdout
+
+
+def test_the_summary_table(tmp_path):
+    report = {"schema_version": 1, "generated": "2026-01-01T00:00:00Z", "generated_unix": 1767225600, "hosts": {
+        "gpu01": dict(REPORT["hosts"]["gpu01"], timings={"pull": 1.5, "create": 0.2, "start": 0.4, "run": 0.1},
+                      lsf={"passed": True, "timings": {"total": 3.2}},
+                      benchmark={"ratio": 1.02, "host": {"median": 1.0}, "container": {"median": 1.02}}),
+        "gpu02": {"passed": False, "reasons": ["the container saw 1 GPU, the host 2"],
+                  "architecture": {"node": "ppc64le"}, "gpus": {"host": 2, "container": 1}, "timings": {},
+                  "lsf": {"passed": False, "timings": {}}, "benchmark": None},
+        "head": {"passed": None, "reasons": [], "architecture": {}, "gpus": {}, "timings": {}, "lsf": None}}}
+    play = [{"name": "Summary", "hosts": "localhost", "gather_facts": False, "vars": {"report": report}, "tasks": [
+        {"name": "Lines", "ansible.builtin.copy": {"content": "{{ report | hpc.gpu_containers.verify_summary | join('\n') }}",
+                                                   "dest": str(tmp_path / "summary.txt"), "mode": "0640"}}]}]
+    proc = run_playbook(tmp_path, play)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert (tmp_path / "summary.txt").read_text().splitlines() == [
+        "node                 arch     gpus h/c   verdict  pull   create start  run    lsf (s)      cpu c/h (s)",
+        "gpu01                x86_64   1/1        PASS     1.5    0.2    0.4    0.1    PASS 3.2     1.02 (1.0/1.02)",
+        "gpu02                ppc64le  2/1        FAIL     -      -      -      -      FAIL -       -",
+        "    the container saw 1 GPU, the host 2",
+        "head                 ?        ?/?        not run  -      -      -      -      -            -"]
