@@ -37,6 +37,19 @@ options:
         or aliases. Default - O(_input).
     type: list
     elements: str
+  boolean:
+    description:
+      - A Boolean resource every host of O(_input) gets (V(true)) before its platform values, such as the
+        C(docker) resource of the lsf_docker role; then every host of O(_input) is in C(hosts), with or without
+        GPU facts.
+    type: str
+    version_added: 0.3.0
+  platform_values:
+    description:
+      - V(false) leaves the platform resources out - no C(definitions), and C(hosts) holds only O(boolean).
+    type: bool
+    default: true
+    version_added: 0.3.0
 author:
   - hpc.gpu_containers contributors (@hpc-gpu-containers)
 """
@@ -85,13 +98,13 @@ def _inventory_host(name, hostvars, candidates):
     return None
 
 
-def lsf_platform_resources(hosts, hostvars, inventory_hosts=None):
+def lsf_platform_resources(hosts, hostvars, inventory_hosts=None, boolean=None, platform_values=True):
     if not isinstance(hosts, (list, tuple)):
         raise AnsibleFilterError("lsf_platform_resources: expected a list of hosts, got %s" % type(hosts).__name__)
     candidates = list(inventory_hosts if inventory_hosts is not None else hosts)
     names = [definition["name"] for definition in LSF_RESOURCES]
     out = {}
-    for name in hosts:
+    for name in hosts if platform_values else []:
         host = _inventory_host(name, hostvars, candidates)
         facts = facts_of(hostvars, host).get("gpu_facts") if host else None
         if not isinstance(facts, Mapping):
@@ -101,7 +114,10 @@ def lsf_platform_resources(hosts, hostvars, inventory_hosts=None):
         except ImageCatalogueError as err:
             raise AnsibleFilterError("lsf_platform_resources: %s: %s" % (name, err))
         out[name] = dict((resource, values.get(resource)) for resource in names)
-    return {"definitions": [dict(definition) for definition in LSF_RESOURCES], "hosts": out}
+    if boolean:
+        out = dict((name, dict({boolean: True}, **out.get(name, {}))) for name in hosts)
+    definitions = [dict(definition) for definition in LSF_RESOURCES] if platform_values else []
+    return {"definitions": definitions, "hosts": out}
 
 
 class FilterModule:

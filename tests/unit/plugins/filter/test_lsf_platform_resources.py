@@ -49,3 +49,13 @@ def test_an_lsf_host_is_found_by_the_nodes_own_host_name():
     result = lsf_platform_resources(["head", "gpu02", "gpu09"], hostvars, list(hostvars))
     assert result["hosts"]["gpu02"]["cuda_version"] == 12020
     assert set(result["hosts"]) == {"gpu02"}  # head has no facts yet, gpu09 is no inventory host
+
+
+def test_a_boolean_for_every_host_and_the_platform_optional():
+    hostvars = {"gpu01": {"ansible_facts": {"gpu_facts": nodes.standin_facts("gpu01", nodes.BROADWELL)}}}
+    got = lsf_platform_resources(["gpu01", "cpu01"], hostvars, boolean="docker")
+    assert got["hosts"]["cpu01"] == {"docker": True}
+    assert got["hosts"]["gpu01"]["docker"] is True and got["hosts"]["gpu01"]["compute_cap_max"] == 70
+    assert got["definitions"]
+    got = lsf_platform_resources(["gpu01", "cpu01"], hostvars, boolean="docker", platform_values=False)
+    assert got == {"definitions": [], "hosts": {"gpu01": {"docker": True}, "cpu01": {"docker": True}}}
