@@ -148,8 +148,8 @@ def accounts_runs(tmp_path_factory):
         users_file.write_text(yaml.safe_dump({"container_registry_users": users}, allow_unicode=True))
         return [{
             "name": "Registry accounts", "hosts": "all", "gather_facts": False,
-            "vars": {"container_registry_config_dir": str(work / "registry"), "container_registry_auth": True,
-                     "container_registry_service_group": GROUP},
+            "vars": {"__container_registry_config_dir": str(work / "registry"), "container_registry_auth": True,
+                     "__container_registry_service_group": GROUP},
             "vars_files": [str(users_file)],
             "tasks": [task], "handlers": HANDLERS,
         }]
@@ -407,7 +407,7 @@ def site_tls_runs(tmp_path_factory):
         "name": "Site TLS", "hosts": "all", "gather_facts": False,
         "vars": {
             "container_registry_tls_mode": "site", "container_registry_tls_dir": str(tls_dir),
-            "container_registry_host": "localhost", "container_registry_service_group": GROUP,
+            "container_registry_host": "localhost", "__container_registry_service_group": GROUP,
             "container_registry_tls_cert_src": str(work / "site.crt"),
             "container_registry_tls_key_src": str(work / "site.key"),
             "container_registry_tls_ca_src": str(work / "site-ca.crt"),
@@ -464,7 +464,7 @@ def test_site_private_key_installed_0640_and_no_drift_after(site_tls_runs):
 
 
 def checksum_pattern():
-    return yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["container_registry_binary_checksum_pattern"]
+    return yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["__container_registry_binary_checksum_pattern"]
 
 
 HEX = "0123456789abcdef" * 8
@@ -514,10 +514,10 @@ def binary_play(work, url, checksum):
         "name": "Registry binary", "hosts": "all", "gather_facts": True, "gather_subset": ["!all", "min"],
         "vars": {
             "container_registry_binary_url": url, "container_registry_binary_checksum": checksum,
-            "container_registry_binary_archive": str(work / "cache" / "registry-release.tar.gz"),
-            "container_registry_binary_checksum_pattern": checksum_pattern(),
-            "container_registry_service": "hpc-test-registry-never-installed",
-            "container_registry_config_dir": str(work / "config"),
+            "__container_registry_binary_archive": str(work / "cache" / "registry-release.tar.gz"),
+            "__container_registry_binary_checksum_pattern": checksum_pattern(),
+            "__container_registry_service": "hpc-test-registry-never-installed",
+            "__container_registry_config_dir": str(work / "config"),
         },
         "tasks": [{"name": "The role's binary tasks", "ansible.builtin.include_tasks": str(ROLE / "tasks" / "binary.yml")}],
         "handlers": HANDLERS,

@@ -17,7 +17,7 @@ SETTINGS = {"ansible_managed": "Ansible managed", "container_registry_log_level"
             "container_registry_storage_root": "/var/lib/docker-registry", "container_registry_delete_enabled": False,
             "container_registry_port": 5000, "container_registry_pull_port": 5001, "container_registry_insecure": False,
             "container_registry_tls_dir": "/etc/hpc-registry/tls", "container_registry_auth": True,
-            "container_registry_realm": "hpc-registry", "container_registry_config_dir": "/etc/docker/registry"}
+            "container_registry_realm": "hpc-registry", "__container_registry_config_dir": "/etc/docker/registry"}
 
 
 def environment():
