@@ -38,7 +38,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import go_arch as _go_arch
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._platform import go_arch as _go_arch
 
 
 def go_arch(name):

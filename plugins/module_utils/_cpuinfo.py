@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 
+from ._platform import machine
+
 __all__ = ["X86_64_LEVELS", "ISA_FLAGS", "normalize_machine", "parse", "x86_64_level"]
 
 # x86-64 psABI micro-architecture levels, as Linux names the flags.
@@ -42,14 +44,12 @@ ISA_FLAGS = {
     "aarch64": ("asimd", "sve", "sve2", "bf16", "i8mm", "atomics", "fphp", "asimdhp", "asimddp"),
 }
 
-_MACHINE_ALIASES = {"amd64": "x86_64", "arm64": "aarch64", "ppc64el": "ppc64le", "powerpc64le": "ppc64le"}
 _POWER_RE = re.compile(r"\bPOWER(\d+)", re.IGNORECASE)
 
 
-def normalize_machine(machine):
-    """``platform.machine()`` / ``uname -m`` / dpkg names -> one spelling."""
-    machine = (machine or "").strip().lower()
-    return _MACHINE_ALIASES.get(machine, machine)
+def normalize_machine(name):
+    """``platform.machine()`` / ``uname -m`` / dpkg names -> one spelling (the kernel's)."""
+    return machine(name)
 
 
 def _first_block(text):

@@ -121,6 +121,7 @@ __all__ = [
 ]
 
 ARCHITECTURES = ("x86_64", "ppc64le", "aarch64")
+# A copy of _platform.MACHINE_ALIASES (this file imports nothing from the collection); a unit test holds them equal.
 _ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64", "ppc64el": "ppc64le", "powerpc64le": "ppc64le"}
 
 # Where the role installs the files the command reads by default.

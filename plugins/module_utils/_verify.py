@@ -34,6 +34,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from ._platform import go_arch
+
 __all__ = [
     "VerifyError", "normalize_arch", "go_arch", "parse_verify_output", "parse_nvidia_smi_xml",
     "normalize_bus_id", "host_gpus", "select_gpus", "image_arch_problem", "exec_format_problem",
@@ -43,29 +45,8 @@ __all__ = [
 SMI_BEGIN = "--- nvidia-smi -q -x ---"
 SMI_END = "--- end nvidia-smi ---"
 
-# uname -m spelling -> Go/OCI spelling used in image "Architecture".
-_UNAME_TO_GO = {
-    "x86_64": "amd64", "amd64": "amd64",
-    "aarch64": "arm64", "arm64": "arm64",
-    "ppc64le": "ppc64le", "ppc64el": "ppc64le",
-    "ppc64": "ppc64",
-    "s390x": "s390x",
-    "armv7l": "arm", "armv6l": "arm", "arm": "arm",
-    "i386": "386", "i686": "386", "386": "386",
-    "riscv64": "riscv64",
-}
-
-
 class VerifyError(Exception):
     """Bad input to the comparison (an unknown GPU requested, unparsable XML)."""
-
-
-def go_arch(name):
-    """Architecture name in Go/OCI spelling (``x86_64`` -> ``amd64``); unknown names pass through."""
-    if name is None:
-        return None
-    key = str(name).strip().lower()
-    return _UNAME_TO_GO.get(key, key)
 
 
 def normalize_arch(name):
