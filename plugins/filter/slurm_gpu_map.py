@@ -45,7 +45,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import gpu_gres
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_gres import gpu_gres
 
 
 def slurm_gpu_map(gpus, typed=True):

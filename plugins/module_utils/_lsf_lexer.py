@@ -10,10 +10,9 @@ lsf.cluster.<name>, lsb.*).  Pure Python, text in, structures out.
 Grammar rules implemented here (IBM Spectrum LSF 10.1, cross-checked with the
 OpenLava reader that LSF descends from):
 
-* Physical lines end at ``\\n``; :func:`physical_lines` keeps every line with its
-  own line ending (``\\n``, ``\\r\\n`` or none on the last line), so
-  ``"".join(physical_lines(text)) == text`` always holds.  Editors keep this list
-  and replace only the lines they change.
+* Physical lines come from ``_text_lines.physical_lines``: every line keeps its
+  own line ending, so ``"".join(physical_lines(text)) == text`` always holds.
+  Editors keep this list and replace only the lines they change.
 * ``#`` starts a comment anywhere on a line.  The LIM reader (lsf.conf,
   lsf.shared, lsf.cluster) ignores a ``#`` inside double quotes
   (``quote_aware=True``); the lsb.* reader cuts at any ``#``
@@ -32,9 +31,8 @@ Interface (for this collection's plugins):
 
 ``LsfSyntaxError(msg, line)``      error with a 1-based line number (``.msg``, ``.line``)
 ``check_text(text)``               refuse a NUL byte (LSF's C reader stops at it) with its line
-``excerpt(text)``                  ``repr`` of text shortened for an error message
-``physical_lines(text)``           list of lines with their endings
-``split_eol(line)``                ``(body, eol)``
+``excerpt(text)`` / ``physical_lines(text)`` / ``split_eol(line)`` / ``detect_eol(lines)``
+                                   from ``_text_lines``, importable from here too
 ``split_comment(body, quote_aware=True)``  ``(code, comment_or_None)``
 ``logical_lines(lines, quote_aware=True, join="space", continuation=True, templates=False)``
                                    list of :class:`LogicalLine`
@@ -43,12 +41,19 @@ Interface (for this collection's plugins):
 ``token_spans(code, line=None)``   ``(start, end)`` offsets of the tokens
 ``token_value(raw)``               value of a raw token (outer parens removed, ``()``/``-`` -> "")
 ``Token.value`` / ``Token.raw`` / ``Token.start`` / ``Token.end`` / ``Token.is_empty``
-``detect_eol(lines)``              the file's line ending for new lines
 """
 
 from __future__ import annotations
 
 import re
+
+# Re-exported (see __all__): the LSF models import them from here.
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._text_lines import (
+    detect_eol,
+    excerpt,
+    physical_lines,
+    split_eol,
+)
 
 __all__ = [
     "LsfSyntaxError", "LogicalLine", "Token", "check_text", "excerpt", "physical_lines", "split_eol",
@@ -76,18 +81,6 @@ class LsfSyntaxError(ValueError):
         super().__init__(("line %d: %s" % (line, msg)) if line else msg)
 
 
-# Error messages quote at most this many characters of the offending text.
-EXCERPT_LENGTH = 60
-
-
-def excerpt(text, limit=EXCERPT_LENGTH):
-    """``repr(text)``, cut to about ``limit`` characters (a huge line must not
-    make a huge error message)."""
-    if len(text) <= limit:
-        return repr(text)
-    return "%r... (%d characters)" % (text[:limit], len(text))
-
-
 def check_text(text):
     """Raise :class:`LsfSyntaxError` at the line of the first NUL character.
 
@@ -98,37 +91,6 @@ def check_text(text):
     if pos >= 0:
         raise LsfSyntaxError("NUL byte in the line (column %d); LSF stops reading the line there"
                              % (pos - text.rfind("\n", 0, pos)), text.count("\n", 0, pos) + 1)
-
-
-def physical_lines(text):
-    """Split ``text`` into lines, each keeping its line ending (lossless)."""
-    if not text:
-        return []
-    parts = text.split("\n")
-    last = parts.pop()
-    lines = [p + "\n" for p in parts]
-    if last:
-        lines.append(last)
-    return lines
-
-
-def split_eol(line):
-    """Return ``(body, eol)`` where eol is ``"\\r\\n"``, ``"\\n"`` or ``""``."""
-    if line.endswith("\n"):
-        if line.endswith("\r\n"):
-            return line[:-2], "\r\n"
-        return line[:-1], "\n"
-    return line, ""
-
-
-def detect_eol(lines):
-    """The line ending new lines should use: the first line's, else ``\\n``."""
-    for line in lines:
-        if line.endswith("\r\n"):
-            return "\r\n"
-        if line.endswith("\n"):
-            return "\n"
-    return "\n"
 
 
 def split_comment(body, quote_aware=True):

@@ -195,15 +195,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit, text_value
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import (
-    SlurmSyntaxError,
-    check_node_name,
-    check_value,
     defined_names,
     include_targets,
     parameters,
     set_parameters,
     set_records,
 )
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_syntax import SlurmSyntaxError, check_node_name, check_value
 
 # Slurm stops at this depth of nested includes too.
 MAX_INCLUDE_DEPTH = 10

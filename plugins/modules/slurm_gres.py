@@ -131,12 +131,8 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import (
-    SlurmSyntaxError,
-    check_node_name,
-    gpu_gres,
-    set_gres,
-)
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_gres import gpu_gres, set_gres
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_syntax import SlurmSyntaxError, check_node_name
 
 
 def main():

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import set_gres
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_gres import set_gres
 from ansible_collections.hpc.gpu_containers.plugins.modules import slurm_conf, slurm_gres
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "slurm" / "real"
@@ -318,7 +318,7 @@ def test_slurm_conf_names_that_would_inject_a_line_are_refused(tmp_path, capsys,
 
 @pytest.mark.parametrize("name", REAL_GRES)
 def test_real_gres_conf_round_trips_when_its_gpus_are_asked_for(tmp_path, capsys, name):
-    from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import described_gpus
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_gres import described_gpus
     path = copy(tmp_path, name, "gres.conf")
     described = described_gpus(path.read_text())
     nodes = {}

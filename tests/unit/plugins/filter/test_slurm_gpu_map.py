@@ -6,7 +6,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpc.gpu_containers.plugins.filter.slurm_gpu_map import FilterModule, slurm_gpu_map
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import gpu_gres
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_gres import gpu_gres
 
 A100 = [{"name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-a100-%d" % i, "minor_number": 3 - i} for i in range(4)]
 

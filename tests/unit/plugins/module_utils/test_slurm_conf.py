@@ -1,28 +1,32 @@
 # Copyright: hpc.gpu_containers contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The slurm.conf / gres.conf model: grammar, lossless edits, host lists, GPU order."""
+"""The Slurm models (_slurm_syntax, _slurm_conf, _slurm_gres): grammar, lossless edits, host lists, GPU order."""
 
 import pytest
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import (
+    defined_names,
+    include_targets,
+    merge_gres,
+    parameters,
+    record_attributes,
+    set_parameters,
+    set_records,
+)
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_gres import (
+    described_gpus,
+    gpu_gres,
+    gpus_in_slurm_order,
+    gres_type_name,
+    set_gres,
+)
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_syntax import (
     SlurmSyntaxError,
     check_node_name,
     check_value,
     compress_hostlist,
-    defined_names,
-    described_gpus,
     expand_hostlist,
-    gpu_gres,
-    gpus_in_slurm_order,
-    gres_type_name,
-    include_targets,
-    merge_gres,
-    parameters,
     parse,
-    record_attributes,
-    set_gres,
-    set_parameters,
-    set_records,
 )
 
 SITE = """\
