@@ -80,7 +80,9 @@ def plays(per_node, values_file, typed=True, features=False):
     values = {"name": "Write down the values the tests look at", "ansible.builtin.copy": {
         "dest": "{{ values_file }}", "mode": "0644", "content": "{{ {%s} | to_json }}" % ", ".join((
             "'node_attributes': __slurm_docker_gres_node_attributes",
-            "'per_node_results': __slurm_docker_gres_per_node_results | map(attribute='changed') | list",
+            "'per_node_results': (__slurm_docker_gres_per_node_result | default({})).results | default([])"
+            " | selectattr('node_attributes', 'defined') | map(attribute='changed') | list",
+            "'edits': __slurm_docker_gres_edits",
             "'plan': __slurm_docker_reload_plan"))}}
     return [
         {"name": "facts", "hosts": "slurm_nodes", "gather_facts": False, "tasks": [facts]},
