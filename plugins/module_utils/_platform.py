@@ -62,3 +62,28 @@ def deb_arch(name):
     """Any spelling -> Debian's (``ppc64le`` -> ``ppc64el``); unknown names pass through."""
     key = machine(name)
     return _DEB.get(key, key)
+
+
+def architecture_builder(architecture, candidates, hostvars, play_hosts, inventory_hosts, named=None, default=None):
+    """The host that builds the images of ``architecture`` for the others: the one ``named`` gives for it, else
+    the first of ``candidates`` (in the inventory) with that architecture, else ``default``.
+
+    A candidate outside this play (``play_hosts``: a --limit slice without it, a node the drift fast path left
+    out) ends the search: its architecture is not known here, so it is taken to be the builder, and the play's
+    hosts only pull what it built.
+    """
+    architecture = machine(architecture)
+    if named and named.get(architecture):
+        return named[architecture]
+    for host in candidates:
+        if host not in inventory_hosts:
+            continue
+        if host not in play_hosts:
+            return host
+        try:
+            facts = hostvars[host]["ansible_facts"]
+        except (KeyError, TypeError):
+            facts = {}
+        if machine((facts or {}).get("architecture")) == architecture:
+            return host
+    return default

@@ -20,6 +20,8 @@ Nothing here imports Ansible.
 
 from __future__ import annotations
 
+import time
+
 DRIFT_SCHEMA_VERSION = 1
 VERIFY_SCHEMA_VERSION = 1
 MAX_TEXT = 4000
@@ -208,3 +210,21 @@ def verify_summary(report):
             "%s (%s/%s)" % (bench["ratio"], bench["host"]["median"], bench["container"]["median"]) if bench else "-"))
         lines += ["    %s" % reason for reason in entry.get("reasons") or []]
     return lines
+
+
+# The keys of a host's entry in the verification report, and their values when its verification did not run.
+VERIFY_HOST_KEYS = (("passed", None), ("reasons", []), ("architecture", {}), ("gpus", {}), ("timings", {}),
+                    ("image", {}), ("benchmark", None), ("lsf", None))
+
+
+def verify_report(results, generated_unix):
+    """The verification report (:data:`VERIFY_SCHEMA_VERSION`) from each host's container_verify result (``{host:
+    result or None}``; None or a missing key: its verification did not run) and the run's time (Unix seconds)."""
+    hosts = {}
+    for host, result in results.items():
+        result = result if isinstance(result, dict) or hasattr(result, "get") else {}
+        hosts[host] = dict((key, result.get(key, empty)) for key, empty in VERIFY_HOST_KEYS)
+    generated_unix = int(generated_unix)
+    return {"schema_version": VERIFY_SCHEMA_VERSION,
+            "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(generated_unix)),
+            "generated_unix": generated_unix, "hosts": hosts}

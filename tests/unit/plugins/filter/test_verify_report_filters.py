@@ -2,6 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The verify_junit and verify_prom filters in a real ansible-playbook run, as playbooks/verify.yml uses them."""
 
+import json
+
 from junitparser import JUnitXml
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -57,3 +59,26 @@ def test_the_summary_table(tmp_path):
         "gpu02                ppc64le  2/1        FAIL     -      -      -      -      FAIL -       -",
         "    the container saw 1 GPU, the host 2",
         "head                 ?        ?/?        not run  -      -      -      -      -            -"]
+
+
+def test_the_report_from_each_hosts_result(tmp_path):
+    result = {"passed": False, "reasons": ["no GPU"], "gpus": {"host": 1, "container": 0}, "extra": "dropped"}
+    play = [{"name": "Report", "hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "A result", "ansible.builtin.set_fact": {"container_verify_result": result},
+         "when": "with_result | bool"},
+        {"name": "Write it", "ansible.builtin.copy": {
+            "content": "{{ ansible_play_hosts_all | hpc.gpu_containers.verify_report(hostvars, 1767225600.7)"
+                       " | to_json }}",
+            "dest": str(tmp_path / "report.json"), "mode": "0640"}}]}]
+    ok = run_playbook(tmp_path, play, "-e", "with_result=true")
+    assert ok.returncode == 0, ok.stdout[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["schema_version"], report["generated"], report["generated_unix"]) == (
+        1, "2026-01-01T00:00:00Z", 1767225600)
+    assert report["hosts"]["localhost"] == {"passed": False, "reasons": ["no GPU"], "architecture": {},
+                                            "gpus": {"host": 1, "container": 0}, "timings": {}, "image": {},
+                                            "benchmark": None, "lsf": None}
+    # A host whose verification did not run: no verdict.
+    assert run_playbook(tmp_path, play, "-e", "with_result=false").returncode == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["hosts"]["localhost"]["passed"] is None and report["hosts"]["localhost"]["reasons"] == []

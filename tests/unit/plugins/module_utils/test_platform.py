@@ -32,3 +32,25 @@ def test_the_models_read_the_one_table():
     # The resolver is a program of its own on the nodes and keeps a copy: it must stay the same.
     assert _image_catalogue._ARCH_ALIASES == _platform.MACHINE_ALIASES
     assert _image_catalogue.ARCHITECTURES == _platform.ARCHITECTURES
+
+
+HOSTVARS = {"x1": {"ansible_facts": {"architecture": "x86_64"}}, "p1": {"ansible_facts": {"architecture": "ppc64le"}},
+            "p2": {"ansible_facts": {"architecture": "ppc64le"}}}
+
+
+@pytest.mark.parametrize("arch, candidates, play, named, want", [
+    # The first candidate of the architecture.
+    ("ppc64le", ["x1", "p1", "p2"], ["x1", "p1", "p2"], {}, "p1"),
+    ("ppc64el", ["x1", "p2", "p1"], ["x1", "p1", "p2"], {}, "p2"),
+    # The site's choice wins.
+    ("ppc64le", ["x1", "p1", "p2"], ["x1", "p1", "p2"], {"ppc64le": "p2"}, "p2"),
+    # A candidate outside the play ends the search: it may be the builder.
+    ("ppc64le", ["x1", "gone", "p1"], ["x1", "p1"], {}, "gone"),
+    # Not in the inventory: ignored.
+    ("ppc64le", ["nowhere", "p1"], ["p1"], {}, "p1"),
+    # None fits: the default.
+    ("aarch64", ["x1", "p1"], ["x1", "p1"], {}, "me"),
+])
+def test_the_builder_of_an_architecture(arch, candidates, play, named, want):
+    inventory = ["x1", "p1", "p2", "gone"]
+    assert _platform.architecture_builder(arch, candidates, HOSTVARS, play, inventory, named, "me") == want
