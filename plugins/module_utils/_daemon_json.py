@@ -665,3 +665,20 @@ def compute(text, settings, list_merge="append", path="daemon.json", remove=None
     if size > MAX_SIZE:
         raise FileEditError("the merged file would be %d bytes, more than the %d-byte limit" % (size, MAX_SIZE), path=path)
     return new_text, merged, changed_keys, warnings
+
+
+def restart_kind(active, changed_keys, removed_keys=(), packages=(), reload_keys=(), reload_clears_keys=()):
+    """``'reload'`` when dockerd can take the change live (SIGHUP), else ``'restart'``.
+
+    A reload needs a running engine, no engine package changed, and a change made only of top-level keys it
+    re-reads (``reload_keys``; ``runtimes.nvidia`` counts as ``runtimes``); a top-level key removed from the file
+    must also be one whose removal a reload applies (``reload_clears_keys``): for the others dockerd keeps the
+    value it had (a registry taken out of insecure-registries stays insecure). No changed key at all is a
+    restart (a package or the NVIDIA toolkit changed).
+    """
+    changed = [str(key).split(".", 1)[0] for key in changed_keys]
+    removed = [str(key) for key in removed_keys if "." not in str(key)]
+    if (active and not list(packages) and changed and all(key in reload_keys for key in changed)
+            and all(key in reload_clears_keys for key in removed)):
+        return "reload"
+    return "restart"

@@ -21,12 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import go_arch
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._platform import go_arch
 
 __all__ = [
     "DOCKER_MANIFEST", "DOCKER_LIST", "OCI_MANIFEST", "OCI_INDEX", "MANIFEST_TYPES", "INDEX_TYPES",
     "ACCEPT_ANY", "ACCEPT_MANIFEST", "ImageIndexError", "platform_of", "with_features", "platform_key", "descriptor",
     "is_index", "merge", "render", "digest_of", "platforms_of", "entry_for", "missing_platform_message",
+    "build_indexes",
 ]
 
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
@@ -161,3 +162,17 @@ def missing_platform_message(reference, architecture, platforms, os_name="linux"
     have = ", ".join(platforms) if platforms else "none"
     return ("%s has no image for %s/%s (it has: %s): build it on a %s node and add it to the index"
             % (reference, os_name, go_arch(architecture), have, architecture))
+
+
+def build_indexes(builds):
+    """The indexes a host publishes for the variants it builds (the image catalogue's ``builds``): one per logical
+    image, in the order of its first variant - ``logical``, ``registry``, ``repository``, ``index`` (the index's
+    reference, or None), ``images`` (the variants' tags) and ``features`` (tag -> platform features)."""
+    out = {}
+    for build in builds:
+        entry = out.setdefault(build["logical"], {
+            "logical": build["logical"], "registry": build["registry"], "repository": build["repository"],
+            "index": build.get("index"), "images": [], "features": {}})
+        entry["images"].append(build["tag"])
+        entry["features"][build["tag"]] = build.get("features")
+    return list(out.values())

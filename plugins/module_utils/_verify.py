@@ -39,7 +39,7 @@ from ._platform import go_arch
 __all__ = [
     "VerifyError", "normalize_arch", "go_arch", "parse_verify_output", "parse_nvidia_smi_xml",
     "normalize_bus_id", "host_gpus", "select_gpus", "image_arch_problem", "exec_format_problem",
-    "compare", "bsub_argv", "parse_bsub_job_id", "isolation_problems",
+    "compare", "bsub_argv", "parse_bsub_job_id", "isolation_problems", "combined_verdict",
 ]
 
 SMI_BEGIN = "--- nvidia-smi -q -x ---"
@@ -443,3 +443,19 @@ def parse_bsub_job_id(text):
     """The job id ``bsub`` reported, or None when it did not submit."""
     match = _BSUB_JOB_RE.search(text or "")
     return int(match.group(1)) if match else None
+
+
+def combined_verdict(container, job=None, benchmark=None):
+    """One host's verification result: the verification container's (``container``), failed too when the job
+    through the scheduler (``job``; skipped or None: not run) failed, with both sets of reasons, the job's ``lsf``
+    part, and the CPU benchmark's ``host``, ``ratio`` and ``container`` when it ran."""
+    job = job if isinstance(job, dict) else {}
+    out = dict(container)
+    out["passed"] = bool(container.get("passed")) and bool(job.get("passed", True))
+    out["reasons"] = list(container.get("reasons") or []) + list(job.get("reasons") or [])
+    if "lsf" in job:
+        out["lsf"] = job["lsf"]
+    if isinstance(benchmark, dict) and "ratio" in benchmark:
+        out["benchmark"] = {"host": benchmark.get("host"), "ratio": benchmark["ratio"],
+                            "container": benchmark.get("container")}
+    return out

@@ -378,3 +378,19 @@ def test_crlf_line_endings_are_kept():
     original = '{\r\n  "debug": true,\r\n  "runtimes": {}\r\n}\r\n'
     text, _m, _c, _w = dj.compute(original, {"runtimes": {"nvidia": {"path": "x"}}})
     assert text == '{\r\n  "debug": true,\r\n  "runtimes": {\r\n    "nvidia": {\r\n      "path": "x"\r\n    }\r\n  }\r\n}\r\n'
+
+
+def test_restart_kind():
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._daemon_json import restart_kind
+    reload_keys = ["runtimes", "insecure-registries", "features"]
+    clears = ["features"]
+    assert restart_kind(True, ["runtimes.nvidia"], [], [], reload_keys, clears) == "reload"
+    assert restart_kind(False, ["runtimes.nvidia"], [], [], reload_keys, clears) == "restart"
+    assert restart_kind(True, ["runtimes.nvidia", "data-root"], [], [], reload_keys, clears) == "restart"
+    assert restart_kind(True, ["runtimes"], [], ["docker.io"], reload_keys, clears) == "restart"
+    assert restart_kind(True, [], [], [], reload_keys, clears) == "restart"
+    # A registry taken out of insecure-registries stays insecure after a reload: a restart.
+    assert restart_kind(True, ["insecure-registries"], ["insecure-registries"], [], reload_keys, clears) == "restart"
+    assert restart_kind(True, ["features"], ["features"], [], reload_keys, clears) == "reload"
+    # A key removed inside a kept one (runtimes.old) is that key's change.
+    assert restart_kind(True, ["runtimes"], ["runtimes.old"], [], reload_keys, clears) == "reload"

@@ -83,3 +83,20 @@ def test_the_missing_platform_message_names_what_the_index_has():
 def test_a_broken_index_is_refused():
     with pytest.raises(model.ImageIndexError, match="no list of manifests"):
         model.platforms_of({"mediaType": model.OCI_INDEX, "manifests": "x"})
+
+
+def test_build_indexes_one_per_logical_image():
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_index import build_indexes
+    builds = [
+        {"logical": "dl", "tag": "cuda12-sm80", "registry": "head:5000", "repository": "hpc/dl",
+         "features": ["sm_80"], "index": "head:5000/hpc/dl:variants"},
+        {"logical": "app", "tag": "v1", "registry": "head:5000", "repository": "hpc/app", "features": [], "index": None},
+        {"logical": "dl", "tag": "cuda11-sm70", "registry": "head:5000", "repository": "hpc/dl",
+         "features": ["sm_70"], "index": "head:5000/hpc/dl:variants"},
+    ]
+    assert build_indexes(builds) == [
+        {"logical": "dl", "registry": "head:5000", "repository": "hpc/dl", "index": "head:5000/hpc/dl:variants",
+         "images": ["cuda12-sm80", "cuda11-sm70"], "features": {"cuda12-sm80": ["sm_80"], "cuda11-sm70": ["sm_70"]}},
+        {"logical": "app", "registry": "head:5000", "repository": "hpc/app", "index": None, "images": ["v1"],
+         "features": {"v1": []}},
+    ]

@@ -312,3 +312,16 @@ def test_isolation_problems(xml, visible, problem):
         assert problems == []
     else:
         assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_combined_verdict():
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import combined_verdict
+    container = {"passed": True, "reasons": [], "gpus": {"host": 2}, "changed": False}
+    assert combined_verdict(container, {"skipped": True}, {"skipped": True}) == container
+    got = combined_verdict(container, {"passed": False, "reasons": ["bsub: no host"], "lsf": {"passed": False}},
+                           {"host": {"median": 1.0}, "ratio": 1.1, "container": {"median": 1.1}, "changed": False})
+    assert got["passed"] is False and got["reasons"] == ["bsub: no host"]
+    assert got["lsf"] == {"passed": False}
+    assert got["benchmark"] == {"host": {"median": 1.0}, "ratio": 1.1, "container": {"median": 1.1}}
+    failed = combined_verdict({"passed": False, "reasons": ["GPU count"]}, None, None)
+    assert failed == {"passed": False, "reasons": ["GPU count"]}
