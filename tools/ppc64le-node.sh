@@ -57,7 +57,11 @@ log() { printf 'ppc64le-node: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
 # The recipe hash covers only the lines between the two markers.
-recipe_hash="$(sed -n '/^# >>> recipe$/,/^# <<< recipe$/p' "$self" | sha256sum | cut -c1-12)"
+# The test bed's one Debian root filesystem recipe (tools/debian-rootfs.sh) is part of this one's.
+lib="$(dirname "$self")/debian-rootfs.sh"
+# shellcheck source=tools/debian-rootfs.sh
+. "$lib"
+recipe_hash="$( { sed -n '/^# >>> recipe$/,/^# <<< recipe$/p' "$self"; cat "$lib"; } | sha256sum | cut -c1-12)"
 image_dir="$cache_root/$recipe_hash"
 
 need_root() { [ "$(id -u)" -eq 0 ] || die "$1 needs root (mmdebstrap --mode=root, binfmt_misc)"; }
@@ -99,7 +103,6 @@ cleanup_build() {
 }
 
 # >>> recipe
-suite=bookworm
 disk_size=6G
 # A node of the cluster, and nothing the collection installs under test
 # except docker.io (an engine install under TCG takes minutes; the
@@ -146,16 +149,11 @@ cmd_build() {
     start=$(date +%s)
     log "building the ppc64el root filesystem (recipe $recipe_hash): about 7 minutes on 2 cores"
     # Hooks are single-quoted on purpose: mmdebstrap expands "$1", not this shell.
+    # The guest's sources: the suite and its updates (the archive's security suite is not mirrored for it).
+    DEBIAN_SOURCES=("deb $mirror $DEBIAN_SUITE main" "deb $mirror $DEBIAN_SUITE-updates main")
     # shellcheck disable=SC2016
-    SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1700000000}" \
     TESTBED_MODULES="$initramfs_modules" TESTBED_PUBKEY="$work/id_ed25519.pub" TESTBED_MASKED="$masked" \
-    mmdebstrap --mode=root --variant=minbase --architectures=ppc64el \
-        --include="$packages" \
-        --dpkgopt='path-exclude=/usr/share/man/*' \
-        --dpkgopt='path-exclude=/usr/share/doc/*' \
-        --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-        --dpkgopt='path-exclude=/usr/share/locale/*' \
-        --dpkgopt='path-exclude=/usr/share/info/*' \
+    debian_rootfs ppc64el "$packages" "$work/rootfs" --mode=root \
         --aptopt='APT::Install-Recommends "false"' \
         --skip=cleanup/apt/lists \
         --setup-hook='mkdir -p "$1"/etc/initramfs-tools/conf.d "$1"/usr/share/initramfs-tools/modules.d' \
@@ -171,9 +169,7 @@ cmd_build() {
         --customize-hook='install -d -m 0700 "$1"/root/.ssh && install -m 0600 "$TESTBED_PUBKEY" "$1"/root/.ssh/authorized_keys' \
         --customize-hook='printf "UseDNS no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n" >"$1"/etc/ssh/sshd_config.d/testbed.conf' \
         --customize-hook='rm -rf "$1"/var/cache/apt/*.bin "$1"/var/cache/apt/archives/*.deb' \
-        --customize-hook='cp "$1"/boot/vmlinux-* "$1"/../vmlinux && cp "$1"/boot/initrd.img-* "$1"/../initrd.img' \
-        "$suite" "$work/rootfs" \
-        "deb $mirror $suite main" "deb $mirror $suite-updates main" >&2
+        --customize-hook='cp "$1"/boot/vmlinux-* "$1"/../vmlinux && cp "$1"/boot/initrd.img-* "$1"/../initrd.img'
     end=$(date +%s); t_rootfs=$((end - start))
     log "root filesystem built in ${t_rootfs} s ($(du -sm "$work/rootfs" | cut -f1) MB)"
 

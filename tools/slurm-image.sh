@@ -11,33 +11,27 @@
 #       with srun-docker: OpenMPI (with PMIx), mpi4py, sshd and ssh, no
 #       host keys (every job brings its own).
 #
-# The recipe hash is the first 12 hex digits of this script's sha256; a rerun
-# with an unchanged script only re-points the moving tags (`:debian12`).
+# The root filesystems come from the test bed's one recipe (tools/debian-rootfs.sh).
+# The recipe hash is the first 12 hex digits of the sha256 of this script and
+# that one; a rerun with an unchanged recipe only re-points the moving tags
+# (`:debian12`).
 #
 # Environment: NODE_MIRROR, NODE_SECURITY_MIRROR (as tools/node-image.sh),
 # SLURM_IMAGE_REBUILD=1 to rebuild although the images exist.
 # Prints the node image reference, then the job image reference.
 set -euo pipefail
 
-mirror="${NODE_MIRROR:-http://deb.debian.org/debian}"
-security_mirror="${NODE_SECURITY_MIRROR-http://deb.debian.org/debian-security}"
-suite=bookworm
-recipe_hash="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
+lib="$(dirname "${BASH_SOURCE[0]}")/debian-rootfs.sh"
+# shellcheck source=tools/debian-rootfs.sh
+. "$lib"
+recipe_hash="$(cat "${BASH_SOURCE[0]}" "$lib" | sha256sum | cut -c1-12)"
 node_repo=localhost/hpc-slurm-node
 job_repo=localhost/hpc-slurm-job
 
 log() { printf 'slurm-image: %s\n' "$*" >&2; }
 
-if ! command -v mmdebstrap >/dev/null 2>&1; then
-    log "mmdebstrap not found; installing it from Debian"
-    [ "$(id -u)" -eq 0 ] || { log "run as root or install mmdebstrap first"; exit 1; }
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mmdebstrap >&2
-fi
-
-sources=("deb $mirror $suite main" "deb $mirror $suite-updates main")
-if [ -n "$security_mirror" ]; then
-    sources+=("deb $security_mirror $suite-security main")
-fi
+ensure_mmdebstrap
+debian_sources
 workdir="$(mktemp -d "${TMPDIR:-/tmp}/slurm-image.XXXXXX")"
 trap 'rm -rf "$workdir"' EXIT
 
@@ -56,23 +50,8 @@ build() {
         local start
         start=$(date +%s)
         log "building $image"
-        # shellcheck disable=SC2016
-        SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1700000000}" \
-        mmdebstrap --variant=minbase --architectures=amd64 \
-            --include="$packages" \
-            --dpkgopt='path-exclude=/usr/share/man/*' \
-            --dpkgopt='path-exclude=/usr/share/doc/*' \
-            --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-            --dpkgopt='path-exclude=/usr/share/locale/*' \
-            --dpkgopt='path-exclude=/usr/share/info/*' \
-            --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
-            "${opts[@]}" \
-            "$suite" "$workdir/$title.tar" "${sources[@]}" >&2
-        local change_args=()
-        for change in "${changes[@]}"; do change_args+=(--change "$change"); done
-        docker import "${change_args[@]}" \
-            --change "LABEL org.opencontainers.image.title=$title org.opencontainers.image.version=${recipe_hash} hpc.gpu_containers.recipe=${recipe_hash}" \
-            "$workdir/$title.tar" "$image" >&2
+        debian_rootfs amd64 "$packages" "$workdir/$title.tar" "${opts[@]}"
+        import_node_image "$workdir/$title.tar" "$image" "$title" "$recipe_hash" "${changes[@]}"
         rm -f "$workdir/$title.tar"
         log "built $image in $(( $(date +%s) - start )) s, $(( $(docker image inspect --format '{{.Size}}' "$image") / 1000000 )) MB"
     fi
@@ -80,16 +59,14 @@ build() {
     echo "$image"
 }
 
-# The node: tools/node-image.sh's package set and masked units, plus Slurm and
-# munge as a site has them installed. The packages' own munge key is removed:
-# the test bed's prepare step gives the cluster one key, as a site does.
-masked="getty@tty1.service console-getty.service systemd-udevd.service systemd-udev-trigger.service systemd-timesyncd.service systemd-firstboot.service systemd-modules-load.service sys-kernel-config.mount sys-kernel-debug.mount"
-node_packages=systemd,systemd-sysv,dbus,python3,python3-apt,ca-certificates,iproute2,procps,sudo,gnupg,less,slurm-wlm,munge
+# The node: the node containers' package set and masked units (tools/debian-rootfs.sh), plus Slurm and
+# munge as a site has them installed. The packages' own munge key is removed: the test bed's prepare step
+# gives the cluster one key, as a site does.
+node_container_hooks "$NODE_MASKED_UNITS"
 # shellcheck disable=SC2016
-build "$node_repo" hpc-slurm-node "$node_packages" \
-    --customize-hook='truncate -s0 "$1"/etc/machine-id' \
+build "$node_repo" hpc-slurm-node "$NODE_PACKAGES,slurm-wlm,munge" \
+    "${NODE_CONTAINER_HOOKS[@]}" \
     --customize-hook='rm -f "$1"/etc/munge/munge.key' \
-    --customize-hook="chroot \"\$1\" systemctl mask $masked" \
     -- 'CMD ["/lib/systemd/systemd"]' 'ENV container=docker'
 
 # The job image: what a user's MPI application image holds. sshd's host keys
@@ -97,5 +74,6 @@ build "$node_repo" hpc-slurm-node "$node_packages" \
 job_packages=openmpi-bin,openssh-server,openssh-client,python3-mpi4py,procps
 # shellcheck disable=SC2016
 build "$job_repo" hpc-slurm-job "$job_packages" \
+    --customize-hook="$DEBIAN_NO_APT_LISTS" \
     --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \
     -- 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the EL node image of the test bed: "the EL package path on a stand-in userland".
 #
-# The test bed's GPU node image (tools/node-image.sh: its package list and masked units are read from
-# that script, so the two stay one recipe) plus what the roles' RedHat-family task files need to run:
+# The test bed's GPU node image (its package list and masked units, from the test bed's one root
+# filesystem recipe, tools/debian-rootfs.sh) plus what the roles' RedHat-family task files need to run:
 # dnf 4 with its Python bindings (python3-dnf, python3-rpm for Debian's /usr/bin/python3), rpm,
 # createrepo-c, and the libraries and tools dockerd needs at run time, which an EL base install has
 # (iptables, libdevmapper). It says it is Rocky Linux 9.5: a stand-in rocky-release RPM
@@ -19,20 +19,19 @@
 # repository (build.sh).
 #
 # Tag: localhost/el-hpc-el-node:<recipe-hash> (immutable) and localhost/el-hpc-el-node:rocky9 (moving).
-# The recipe hash covers this script, rocky-release.spec and tools/node-image.sh. Nothing is pulled.
+# The recipe hash covers this script, rocky-release.spec and tools/debian-rootfs.sh. Nothing is pulled.
 # Environment: NODE_MIRROR, NODE_SECURITY_MIRROR (as tools/node-image.sh); EL_IMAGE_REBUILD=1.
 # Prints the immutable image reference on the last line of stdout.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 top="$(cd "$here/../../.." && pwd)"
-node_recipe="$top/tools/node-image.sh"
-mirror="${NODE_MIRROR:-http://deb.debian.org/debian}"
-security_mirror="${NODE_SECURITY_MIRROR-http://deb.debian.org/debian-security}"
+lib="$top/tools/debian-rootfs.sh"
+# shellcheck source=tools/debian-rootfs.sh
+. "$lib"
 repo=localhost/el-hpc-el-node
-suite=bookworm
 
-recipe_hash="$(cat "${BASH_SOURCE[0]}" "$here/rocky-release.spec" "$node_recipe" | sha256sum | cut -c1-12)"
+recipe_hash="$(cat "${BASH_SOURCE[0]}" "$here/rocky-release.spec" "$lib" | sha256sum | cut -c1-12)"
 image="${repo}:${recipe_hash}"
 
 log() { printf 'el-image: %s\n' "$*" >&2; }
@@ -44,37 +43,21 @@ if [ "${EL_IMAGE_REBUILD:-0}" != 1 ] && docker image inspect "$image" >/dev/null
     exit 0
 fi
 
-# The node image's recipe: its package list and its masked units.
-packages="$(sed -n 's/^packages=//p' "$node_recipe")"
-masked="$(sed -n 's/^masked="\(.*\)"$/\1/p' "$node_recipe")"
-if [ -z "$packages" ] || [ -z "$masked" ]; then log "cannot read the recipe of $node_recipe"; exit 1; fi
+ensure_mmdebstrap
+debian_sources
 # What the EL task files use, and what dockerd needs from the base system (iptables, libdevmapper).
-packages="$packages,dnf,python3-dnf,python3-rpm,rpm,createrepo-c,iptables,libdevmapper1.02.1"
+packages="$NODE_PACKAGES,dnf,python3-dnf,python3-rpm,rpm,createrepo-c,iptables,libdevmapper1.02.1"
 # Timers of the Debian package tools, which a Rocky node does not have.
-masked="$masked apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer"
+node_container_hooks "$NODE_MASKED_UNITS apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer"
 
 workdir="$(mktemp -d "${TMPDIR:-/tmp}/el-image.XXXXXX")"
 trap 'rm -rf "$workdir"' EXIT
-sources=("deb $mirror $suite main" "deb $mirror $suite-updates main")
-if [ -n "$security_mirror" ]; then
-    sources+=("deb $security_mirror $suite-security main")
-fi
 
 start=$(date +%s)
 log "building $image"
 # The hooks are single-quoted on purpose: mmdebstrap expands "$1", not this shell.
 # shellcheck disable=SC2016
-SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-1700000000}" \
-mmdebstrap --variant=minbase --architectures=amd64 \
-    --include="$packages" \
-    --dpkgopt='path-exclude=/usr/share/man/*' \
-    --dpkgopt='path-exclude=/usr/share/doc/*' \
-    --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-    --dpkgopt='path-exclude=/usr/share/locale/*' \
-    --dpkgopt='path-exclude=/usr/share/info/*' \
-    --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
-    --customize-hook='truncate -s0 "$1"/etc/machine-id' \
-    --customize-hook="chroot \"\$1\" systemctl mask $masked" \
+debian_rootfs amd64 "$packages" "$workdir/rootfs.tar" "${NODE_CONTAINER_HOOKS[@]}" \
     --customize-hook='mkdir -p "$1"/etc/rpm "$1"/var/lib/rpm "$1"/etc/yum.repos.d "$1"/etc/pki/rpm-gpg' \
     --customize-hook='printf "%s\n" "# EL layout (Debian rpm: ~/.rpmdb per user)" "%_dbpath /var/lib/rpm" > "$1"/etc/rpm/macros.el-standin' \
     --customize-hook='chroot "$1" rpmdb --initdb' \
@@ -84,13 +67,9 @@ mmdebstrap --variant=minbase --architectures=amd64 \
     --customize-hook='chroot "$1" sh -c "rpm -i --nodeps /tmp/rr/RPMS/noarch/rocky-release-*.rpm /tmp/rr/RPMS/noarch/el-standin-userland-*.rpm && rm -rf /tmp/rr /tmp/rocky-release.spec"' \
     --customize-hook='rm -f "$1"/etc/debian_version' \
     --customize-hook='for l in libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1; do ln -sfn /lib/x86_64-linux-gnu/$l "$1"/lib64/$l; done' \
-    --customize-hook='mkdir -p "$1"/usr/lib/el-standin/debian-bin && for t in dpkg dpkg-query apt apt-get apt-cache apt-mark apt-config apt-key; do if [ -e "$1/usr/bin/$t" ]; then mv "$1/usr/bin/$t" "$1/usr/lib/el-standin/debian-bin/$t"; fi; done' \
-    "$suite" "$workdir/rootfs.tar" "${sources[@]}" >&2
-docker import \
-    --change 'CMD ["/lib/systemd/systemd"]' \
-    --change 'ENV container=docker' \
-    --change "LABEL org.opencontainers.image.title=el-hpc-el-node org.opencontainers.image.version=${recipe_hash} hpc.gpu_containers.recipe=${recipe_hash}" \
-    "$workdir/rootfs.tar" "$image" >&2
+    --customize-hook='mkdir -p "$1"/usr/lib/el-standin/debian-bin && for t in dpkg dpkg-query apt apt-get apt-cache apt-mark apt-config apt-key; do if [ -e "$1/usr/bin/$t" ]; then mv "$1/usr/bin/$t" "$1/usr/lib/el-standin/debian-bin/$t"; fi; done'
+import_node_image "$workdir/rootfs.tar" "$image" el-hpc-el-node "$recipe_hash" \
+    'CMD ["/lib/systemd/systemd"]' 'ENV container=docker'
 docker tag "$image" "${repo}:rocky9"
 size=$(docker image inspect --format '{{.Size}}' "$image")
 log "built $image in $(( $(date +%s) - start )) s, $((size / 1000000)) MB"
