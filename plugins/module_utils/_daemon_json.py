@@ -53,14 +53,21 @@ import re
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
 
-__all__ = ["LIST_MERGE_MODES", "MAX_DEPTH", "MAX_SIZE", "check_defaults", "check_settings", "compute", "fill", "json_equal", "merge",
-           "parse", "remove_items", "removed_keys", "render"]
+__all__ = ["DaemonJsonError", "LIST_MERGE_MODES", "MAX_DEPTH", "MAX_SIZE", "check_defaults", "check_settings", "compute", "fill", "json_equal", "merge",
+           "parse", "remove_items", "removed_keys", "render", "restart_kind"]
 
 LIST_MERGE_MODES = ("append", "replace")
 MAX_DEPTH = 64
 MAX_SIZE = 1 << 20
 # CPython's default limit for int <-> str conversion (sys.int_info.default_max_str_digits).
 _MAX_DIGITS = 4300
+
+
+
+
+class DaemonJsonError(FileEditError):
+    """daemon.json or the settings for it are wrong: the file's path, line and column where known. A FileEditError,
+    so the file-edit transaction reports it like any other model's refusal."""
 
 
 # --- reading ---------------------------------------------------------------------
@@ -152,7 +159,7 @@ def _too_deep(value, limit):
 
 
 def parse(text, path="daemon.json", warnings=None):
-    """Parse ``text`` into a dict; raise :class:`FileEditError` with line/column.
+    """Parse ``text`` into a dict; raise :class:`DaemonJsonError` with line/column.
 
     ``None`` or blank text is ``{}``.  Duplicate keys are reported in
     ``warnings`` (a list) and the last one wins, as in Go's decoder.
@@ -163,12 +170,12 @@ def parse(text, path="daemon.json", warnings=None):
         return {}
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_SIZE:
-        raise FileEditError("file is %d bytes, more than the %d-byte limit" % (size, MAX_SIZE), path=path)
+        raise DaemonJsonError("file is %d bytes, more than the %d-byte limit" % (size, MAX_SIZE), path=path)
     try:
         doc = json.loads(text, object_pairs_hook=_duplicate_checking_hook(warnings, path),
                          parse_constant=_refuse_constant, parse_float=_checked_float, parse_int=_checked_int)
     except json.JSONDecodeError as err:
-        raise FileEditError("malformed JSON: %s" % err.msg, path=path, line=err.lineno, column=err.colno)
+        raise DaemonJsonError("malformed JSON: %s" % err.msg, path=path, line=err.lineno, column=err.colno)
     except (_Refused, RecursionError) as err:
         doc, fallback = None, str(err) if isinstance(err, _Refused) else "nested deeper than %d levels" % MAX_DEPTH
     else:
@@ -176,11 +183,11 @@ def parse(text, path="daemon.json", warnings=None):
     if fallback is not None:
         problem = _first_problem(text)
         if problem is None:  # pragma: no cover - the scan finds what the reader refused
-            raise FileEditError(fallback, path=path)
+            raise DaemonJsonError(fallback, path=path)
         line, column = _line_col(text, problem[0])
-        raise FileEditError(problem[1], path=path, line=line, column=column)
+        raise DaemonJsonError(problem[1], path=path, line=line, column=column)
     if not isinstance(doc, dict):
-        raise FileEditError("top level must be a JSON object, found %s" % _json_kind(doc), path=path, line=1, column=1)
+        raise DaemonJsonError("top level must be a JSON object, found %s" % _json_kind(doc), path=path, line=1, column=1)
     return doc
 
 
@@ -192,14 +199,14 @@ def runtimes_fact(path, config):
 
 def read_fact(path):
     """The ``docker_daemon`` fact of the file at ``path`` (none there: no runtimes); a malformed file raises
-    :class:`FileEditError` with its line."""
+    :class:`DaemonJsonError` with its line."""
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except FileNotFoundError:
         text = None
     except (OSError, UnicodeDecodeError) as err:
-        raise FileEditError("cannot read: %s" % err, path=path)
+        raise DaemonJsonError("cannot read: %s" % err, path=path)
     return runtimes_fact(path, parse(text, path))
 
 
@@ -208,11 +215,11 @@ def read_fact(path):
 def _check_value(value, where, depth):
     if isinstance(value, (dict, list, tuple)):
         if depth > MAX_DEPTH:
-            raise FileEditError("%s: nested deeper than %d levels" % (where, MAX_DEPTH))
+            raise DaemonJsonError("%s: nested deeper than %d levels" % (where, MAX_DEPTH))
         if isinstance(value, dict):
             for key, item in value.items():
                 if not isinstance(key, str):
-                    raise FileEditError("%s: key %r is not a string" % (where, key))
+                    raise DaemonJsonError("%s: key %r is not a string" % (where, key))
                 _check_value(item, "%s.%s" % (where, key), depth + 1)
         else:
             for index, item in enumerate(value):
@@ -225,29 +232,29 @@ def _check_value(value, where, depth):
         except ValueError:  # Python's own conversion limit
             too_long = True
         if too_long:
-            raise FileEditError("%s: number with more than %d digits is too long" % (where, _MAX_DIGITS))
+            raise DaemonJsonError("%s: number with more than %d digits is too long" % (where, _MAX_DIGITS))
     elif isinstance(value, float):
         if math.isnan(value):
-            raise FileEditError("%s: NaN is not a JSON number" % where)
+            raise DaemonJsonError("%s: NaN is not a JSON number" % where)
         if math.isinf(value):
-            raise FileEditError("%s: %sInfinity is not a JSON number" % (where, "-" if value < 0 else ""))
+            raise DaemonJsonError("%s: %sInfinity is not a JSON number" % (where, "-" if value < 0 else ""))
     else:
-        raise FileEditError("%s: a %s is not a JSON value" % (where, type(value).__name__))
+        raise DaemonJsonError("%s: a %s is not a JSON value" % (where, type(value).__name__))
 
 
 def _check_remove(spec, where, depth):
     for key, items in spec.items():
         if not isinstance(key, str):
-            raise FileEditError("%s: key %r is not a string" % (where, key))
+            raise DaemonJsonError("%s: key %r is not a string" % (where, key))
         dotted = "%s.%s" % (where, key)
         if isinstance(items, dict):
             if depth + 1 > MAX_DEPTH:
-                raise FileEditError("%s: nested deeper than %d levels" % (dotted, MAX_DEPTH))
+                raise DaemonJsonError("%s: nested deeper than %d levels" % (dotted, MAX_DEPTH))
             _check_remove(items, dotted, depth + 1)
         elif isinstance(items, (list, tuple)):
             _check_value(items, dotted, depth + 1)
         else:
-            raise FileEditError("%s: must be a list of items to remove or an object" % dotted)
+            raise DaemonJsonError("%s: must be a list of items to remove or an object" % dotted)
 
 
 def _show(value):
@@ -264,7 +271,7 @@ def _check_conflicts(settings, spec, where_settings, where_remove):
         elif isinstance(items, list) and isinstance(wanted, list):
             for item in items:
                 if _contains(wanted, item):
-                    raise FileEditError("%s.%s: %s is also in %s.%s" % (where_remove, key, _show(item), where_settings, key))
+                    raise DaemonJsonError("%s.%s: %s is also in %s.%s" % (where_remove, key, _show(item), where_settings, key))
 
 
 def check_settings(settings, remove=None):
@@ -273,11 +280,11 @@ def check_settings(settings, remove=None):
     Returns ``(settings, remove)`` as plain JSON values (tuples become lists).
     """
     if not isinstance(settings, dict):
-        raise FileEditError("settings: must be an object")
+        raise DaemonJsonError("settings: must be an object")
     _check_value(settings, "settings", 1)
     remove = remove or {}
     if not isinstance(remove, dict):
-        raise FileEditError("remove: must be an object")
+        raise DaemonJsonError("remove: must be an object")
     _check_remove(remove, "remove", 1)
     # Round trip: tuples become lists, str/int subclasses become plain values.
     settings, remove = json.loads(json.dumps([settings, remove]))
@@ -290,7 +297,7 @@ def check_defaults(defaults):
     if defaults is None:
         return {}
     if not isinstance(defaults, dict):
-        raise FileEditError("defaults: must be an object")
+        raise DaemonJsonError("defaults: must be an object")
     _check_value(defaults, "defaults", 1)
     return json.loads(json.dumps(defaults))
 
@@ -663,7 +670,7 @@ def compute(text, settings, list_merge="append", path="daemon.json", remove=None
         new_text = _render_like(text, merged, current)
     size = len(new_text.encode("utf-8", "surrogatepass"))
     if size > MAX_SIZE:
-        raise FileEditError("the merged file would be %d bytes, more than the %d-byte limit" % (size, MAX_SIZE), path=path)
+        raise DaemonJsonError("the merged file would be %d bytes, more than the %d-byte limit" % (size, MAX_SIZE), path=path)
     return new_text, merged, changed_keys, warnings
 
 

@@ -394,3 +394,11 @@ def test_restart_kind():
     assert restart_kind(True, ["features"], ["features"], [], reload_keys, clears) == "reload"
     # A key removed inside a kept one (runtimes.old) is that key's change.
     assert restart_kind(True, ["runtimes"], ["runtimes.old"], [], reload_keys, clears) == "reload"
+
+
+def test_its_own_error_type_is_a_file_edit_error():
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._daemon_json import DaemonJsonError, parse
+    from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
+    with pytest.raises(DaemonJsonError) as caught:
+        parse('{"a": 1,\n "a": }', "/etc/docker/daemon.json")
+    assert isinstance(caught.value, FileEditError) and caught.value.line == 2
