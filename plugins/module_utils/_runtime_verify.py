@@ -32,6 +32,7 @@ import posixpath
 import re
 import shlex
 
+from ._job_launch import srun_container_argv
 from ._verify import compare, go_arch, host_gpus, parse_verify_output
 
 __all__ = ["RUNTIMES", "SLURM_RUNTIMES", "IDENTITY_SCRIPT", "image_names", "user_shell", "podman_argv",
@@ -99,12 +100,7 @@ def podman_argv(image, home, home_file, rootless=True, uid=None, gid=None, gpus=
 def srun_podman_argv(image, home_file, node, gpus=0, srun="srun", srun_podman="srun-podman", partition=None):
     """The report as a one-task Slurm job step on ``node`` with ``gpus`` GPUs (``--gres=gpu:<n>``), in the
     container srun-podman starts for the step (the user's rootless podman, the step's GPUs as CDI devices)."""
-    argv = [srun, "--nodes=1", "--ntasks=1", "--nodelist=%s" % node, "--job-name=hpc-verify"]
-    if partition:
-        argv.append("--partition=%s" % partition)
-    if gpus:
-        argv.append("--gres=gpu:%d" % gpus)
-    return argv + [srun_podman, image, "--"] + _report_command(home_file)
+    return srun_container_argv(srun_podman, image, _report_command(home_file), node, gpus, partition, srun)
 
 
 def udocker_import_argvs(tar, names, udocker="udocker"):

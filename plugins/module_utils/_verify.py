@@ -22,11 +22,10 @@ the host GPUs that were requested (``all``, indices, or UUIDs) from the host's
 container, so they are never compared), their PCI bus ids and minor numbers,
 the driver version, the number of attached GPUs, and the CPU architecture.
 
-The same report can come back through Slurm (:func:`srun_argv`: a job step whose container srun-docker
-starts) or through LSF: :func:`bsub_argv` builds the
-interactive submission (``bsub -app <profile> -I -m <host> /verify``) that
-lands in the profile's container, and :func:`parse_bsub_job_id` reads the job
-id from what ``bsub`` prints before the job's own output.
+The same report can come back through Slurm (a job step whose container srun-docker starts) or through LSF (the
+interactive submission ``bsub -app <profile> -I -m <host> /verify`` that lands in the profile's container): the
+command lines are built by ``_job_launch.py``; :func:`parse_bsub_job_id` reads the job id from what ``bsub``
+prints before the job's own output.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ from ._platform import go_arch
 __all__ = [
     "VerifyError", "normalize_arch", "go_arch", "parse_verify_output", "parse_nvidia_smi_xml",
     "normalize_bus_id", "host_gpus", "select_gpus", "image_arch_problem", "exec_format_problem",
-    "compare", "bsub_argv", "parse_bsub_job_id", "isolation_problems", "combined_verdict",
+    "compare", "parse_bsub_job_id", "isolation_problems", "combined_verdict",
 ]
 
 SMI_BEGIN = "--- nvidia-smi -q -x ---"
@@ -361,48 +360,6 @@ def summarize_benchmark(host_times, container_times):
 
 # What bsub prints on submission: "Job <1234> is submitted to default queue <normal>."
 _BSUB_JOB_RE = re.compile(r"^Job <(\d+)> is submitted to ", re.MULTILINE)
-
-
-def bsub_argv(app, host, command, user=None, profile=None, as_root=False, gpus=0):
-    """argv that submits ``command`` as an interactive job of LSF application profile ``app`` on ``host``.
-
-    ``gpus`` > 0 asks LSF for that many GPUs (``-gpu "num=N"``); the job's container must
-    see exactly the GPUs LSF allocated.
-
-    ``bsub -I`` holds the submitting process until the job ends and relays the job's
-    output, so the report comes back on stdout. The submission runs in a login shell
-    (``sh -l``: /etc/profile.d puts LSF on the PATH on LSF hosts), after sourcing
-    ``profile`` (profile.lsf) when one is given. Root does not submit jobs (LSF refuses
-    root jobs unless LSF_ROOT_USER=Y): when called as root, ``user`` submits, through
-    ``runuser``.
-    """
-    script = 'profile=$1; shift; if [ -n "$profile" ]; then . "$profile" || exit 127; fi; exec bsub "$@"'
-    gpu = ["-gpu", "num=%d" % gpus] if gpus else []
-    argv = ["/bin/sh", "-lc", script, "sh", profile or "", "-app", app, "-I", "-m", host] + gpu + list(command)
-    if as_root and user and user != "root":
-        argv = ["runuser", "-u", user, "--"] + argv
-    return argv
-
-
-def srun_argv(user, node, image, command, srun_docker="srun-docker", partition=None, gpus=0, as_root=False,
-              job_name="hpc-verify", srun="srun"):
-    """argv that runs ``command`` in ``image`` as a Slurm job step on ``node``, through srun-docker.
-
-    ``gpus`` > 0 asks Slurm for that many GPUs (``--gres=gpu:N``); srun-docker hands the step's container exactly
-    the GPUs Slurm allocated. srun holds the submitting process until the step ends and relays its output, so the
-    report comes back on stdout. The step runs from the user's home, in a login shell (``sh -l``, so the site's
-    profile puts Slurm on the PATH); when called as root, ``user`` runs it, through ``runuser`` (srun-docker
-    refuses root).
-    """
-    srun = [srun, "--nodes=1", "--ntasks=1", "--nodelist=%s" % node, "--job-name=%s" % job_name]
-    if partition:
-        srun.append("--partition=%s" % partition)
-    if gpus:
-        srun.append("--gres=gpu:%d" % gpus)
-    argv = ["/bin/sh", "-lc", 'cd || exit 1; exec "$@"', "sh"] + srun + [srun_docker, "--no-ssh", image, "--"] + list(command)
-    if as_root and user and user != "root":
-        argv = ["runuser", "-u", user, "--"] + argv
-    return argv
 
 
 def isolation_problems(report, gpus, allocated=1, scheduler="LSF"):

@@ -209,14 +209,13 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._job_launch import bsub_argv, srun_container_argv
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import (
-    bsub_argv,
     compare,
     host_gpus,
     isolation_problems,
     parse_bsub_job_id,
     parse_verify_output,
-    srun_argv,
 )
 
 # What timeout(1) exits with when it stopped the command (TERM, then KILL after the grace).
@@ -317,8 +316,10 @@ class JobVerifier:
 
     def srun(self, node, gpu_count):
         slurm = self.params["slurm"]
-        argv = srun_argv(slurm["user"], node, slurm["image"], slurm["command"], slurm["srun_docker"],
-                         slurm["partition"], gpus=gpu_count, as_root=os.geteuid() == 0, srun=slurm["srun"])
+        # srun-docker's --no-ssh: one task, no sshd for MPI in the step's container.
+        argv = srun_container_argv(slurm["srun_docker"], slurm["image"], slurm["command"], node, gpu_count,
+                                   slurm["partition"], slurm["srun"], wrapper_options=["--no-ssh"],
+                                   user=slurm["user"], as_root=os.geteuid() == 0, login_shell=True)
         return self.submit(argv, slurm["timeout"])
 
     def slurm(self):

@@ -11,7 +11,6 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._verify import 
     SMI_BEGIN,
     SMI_END,
     VerifyError,
-    bsub_argv,
     compare,
     exec_format_problem,
     go_arch,
@@ -256,29 +255,11 @@ def test_benchmark_helpers():
     assert summarize_benchmark([], [1.0])["ratio"] is None
 
 
-def test_bsub_argv_as_root_submits_as_the_user_in_a_login_shell():
-    argv = bsub_argv("powerai", "gpu01", ["/verify"], user="lsfadmin", profile="/opt/lsf/conf/profile.lsf",
-                     as_root=True)
-    assert argv[:4] == ["runuser", "-u", "lsfadmin", "--"]
-    assert argv[4:6] == ["/bin/sh", "-lc"]
-    assert argv[7:] == ["sh", "/opt/lsf/conf/profile.lsf", "-app", "powerai", "-I", "-m", "gpu01", "/verify"]
-    # not root: no runuser; no profile: an empty argument the script skips
-    argv = bsub_argv("p", "h", ["a b", "c"], user="lsfadmin")
-    assert argv[0] == "/bin/sh" and argv[3:] == ["sh", "", "-app", "p", "-I", "-m", "h", "a b", "c"]
-    assert bsub_argv("p", "h", ["x"], user="root", as_root=True)[0] == "/bin/sh"
-
-
 def test_parse_bsub_job_id():
     assert parse_bsub_job_id("Job <1204> is submitted to default queue <interactive>.\n<<Waiting") == 1204
     assert parse_bsub_job_id("Job <7> is submitted to queue <normal>.\n") == 7
     assert parse_bsub_job_id("powerai: No such application. Job not submitted.\n") is None
     assert parse_bsub_job_id(None) is None
-
-
-def test_bsub_argv_asks_lsf_for_gpus():
-    argv = bsub_argv("powerai", "gpu02", ["/verify"], gpus=4)
-    assert argv[3:] == ["sh", "", "-app", "powerai", "-I", "-m", "gpu02", "-gpu", "num=4", "/verify"]
-    assert "-gpu" not in bsub_argv("powerai", "head", ["/verify"], gpus=0)
 
 
 def one_gpu_xml(which):
