@@ -148,6 +148,7 @@ options:
     type: bool
     default: false
     version_added: 0.2.0
+    version_added: 0.2.0
   profiles:
     description:
       - Many profiles in one task (one read, one write, one diff). Each item takes the options of the
@@ -179,6 +180,7 @@ options:
       exclusive:
         description: As O(exclusive), for this profile; the top-level O(exclusive) when omitted.
         type: bool
+        version_added: 0.2.0
   create:
     description:
       - Create the file when it does not exist. With V(false) a missing file is an error, except when
