@@ -71,7 +71,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogue import CatalogueError, builds
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogue import CatalogueError
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_platforms import builds
 
 
 def catalogue_builds(catalogue, sources, architecture, index_tag=""):

@@ -54,7 +54,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogue import CatalogueError, image_index
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogue import CatalogueError
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_platforms import image_index
 
 
 def catalogue_image_index(catalogue, logical_name):

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Platform-matched images: the node's platform from recorded facts, the selection rule
 (fits, specificity order, ties, no fit), catalogue validation, the platform file, the LSF
-resources and the node command."""
+resources (``_image_platforms``) and the node command."""
 
 import copy
 import io
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_catalogue as ic
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_platforms as ip
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import image_nodes as nodes  # noqa: E402
@@ -430,9 +431,9 @@ _LSF_RESERVED = set("cpu cpuf io logins ls idle maxmem maxswp maxtmp type model 
 
 
 def test_lsf_resource_definitions_follow_the_name_rules():
-    names = [definition["name"] for definition in ic.LSF_RESOURCES]
+    names = [definition["name"] for definition in ip.LSF_RESOURCES]
     assert len(set(names)) == len(names)
-    for definition in ic.LSF_RESOURCES:
+    for definition in ip.LSF_RESOURCES:
         name = definition["name"]
         assert re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,38}$", name), name
         assert name not in _LSF_RESERVED and not name.lower().startswith(("inf", "nan"))
@@ -446,11 +447,11 @@ def test_lsf_resource_definitions_follow_the_name_rules():
     ("gpu02", {"x86_64_level": 3, "nvidia_driver": 535, "cuda_version": 12020, "compute_cap_min": 80, "compute_cap_max": 80}),
 ])
 def test_lsf_resources_of_the_test_bed_nodes(node, expected):
-    found = ic.lsf_resources(ic.platform(nodes.standin_facts(node, nodes.BROADWELL)))
+    found = ip.lsf_resources(ic.platform(nodes.standin_facts(node, nodes.BROADWELL)))
     assert found == expected
     # cuda_version is NVML's own integer, as the stand-in's values file records it
     assert found["cuda_version"] == int(nodes.standin_values(node)["cuda_driver_version"])
-    assert set(found) <= {definition["name"] for definition in ic.LSF_RESOURCES}
+    assert set(found) <= {definition["name"] for definition in ip.LSF_RESOURCES}
 
 
 @pytest.mark.parametrize("platform_data, expected", [
@@ -463,7 +464,7 @@ def test_lsf_resources_of_the_test_bed_nodes(node, expected):
     ({"architecture": "x86_64", "cuda": "13"}, {"cuda_version": 13000}),
 ])
 def test_lsf_resources_leave_out_what_the_node_lacks(platform_data, expected):
-    assert ic.lsf_resources(platform_data) == expected
+    assert ip.lsf_resources(platform_data) == expected
 
 
 # ---------------------------------------------------------------- the node command
@@ -539,3 +540,13 @@ def test_the_file_runs_alone_as_a_command(files, tmp_path):
     run = subprocess.run([sys.executable, "-I", str(script)] + files(dict(gpu02(), cuda="11.0")) + ["powerai"],
                          capture_output=True, text=True, check=False, cwd=str(tmp_path))
     assert run.returncode == 3 and "powerai: no variant fits gpu01" in run.stderr
+
+
+def test_the_node_copy_needs_only_the_standard_library(tmp_path):
+    """The file alone in an empty directory, run with -I -S (no site-packages: no Ansible, no collection)."""
+    script = tmp_path / "alone" / "_image_catalogue.py"
+    script.parent.mkdir()
+    script.write_bytes(Path(ic.__file__).read_bytes())
+    run = subprocess.run([sys.executable, "-I", "-S", str(script), "--help"],
+                         capture_output=True, text=True, check=False, cwd=str(script.parent))
+    assert (run.returncode, run.stderr) == (0, "") and run.stdout.startswith("usage: image-variant")
