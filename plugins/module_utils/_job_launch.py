@@ -20,6 +20,8 @@ root): called as root, ``as_user`` runs the submission as ``user`` through ``run
 
 from __future__ import annotations
 
+from ._lsf_command import login_argv
+
 __all__ = ["as_user", "bsub_argv", "srun_step_argv", "srun_container_argv"]
 
 
@@ -36,12 +38,11 @@ def bsub_argv(app, host, command, user=None, profile=None, as_root=False, gpus=0
     ``gpus`` > 0 asks LSF for that many GPUs (``-gpu "num=N"``); the job's container must see exactly the GPUs LSF
     allocated. ``bsub -I`` holds the submitting process until the job ends and relays the job's output, so the
     report comes back on stdout. The submission runs in a login shell (``sh -l``: /etc/profile.d puts LSF on the
-    PATH on LSF hosts), after sourcing ``profile`` (profile.lsf) when one is given.
+    PATH on LSF hosts), after sourcing ``profile`` (profile.lsf) when one is given: the LSF client's login
+    shell (``_lsf_command.login_argv``).
     """
-    script = 'profile=$1; shift; if [ -n "$profile" ]; then . "$profile" || exit 127; fi; exec bsub "$@"'
     gpu = ["-gpu", "num=%d" % gpus] if gpus else []
-    argv = ["/bin/sh", "-lc", script, "sh", profile or "", "-app", app, "-I", "-m", host] + gpu + list(command)
-    return as_user(argv, user, as_root)
+    return as_user(login_argv(profile, ["bsub", "-app", app, "-I", "-m", host] + gpu + list(command)), user, as_root)
 
 
 def srun_step_argv(node, gpus=0, partition=None, srun="srun", job_name="hpc-verify"):

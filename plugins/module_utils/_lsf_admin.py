@@ -25,15 +25,6 @@ _FATAL = re.compile(r"fatal error", re.IGNORECASE)
 _NO_HOST = re.compile(r"no (matching )?hosts? (found|match)", re.IGNORECASE)
 
 
-def environment(envdir, bindir=None, path=""):
-    """LSF_ENVDIR, and PATH with LSF_BINDIR first (then ``path``'s entries, each once)."""
-    entries = [bindir] if bindir else []
-    for entry in (path or "").split(":"):
-        if entry and entry not in entries:
-            entries.append(entry)
-    return {"LSF_ENVDIR": envdir, "PATH": ":".join(entries)}
-
-
 def check_failed(rc, stdout, stderr):
     """Whether a ``ckconfig`` run reports an error."""
     return rc != 0 or bool(_FATAL.search("%s\n%s" % (stdout or "", stderr or "")))

@@ -185,6 +185,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import WAIT_OPTIONS, drained
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_command import LsfCommandError, LsfCommands, failure
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_host_state import (
     ADMIN_CLOSED,
     LsfOutputError,
@@ -197,20 +198,15 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_host_state
     started_jobs_on,
 )
 
-# The LSF commands run in a login shell (profile.lsf through /etc/profile.d on an LSF host),
-# after sourcing the given profile.lsf when there is one.
-_SHELL = 'profile=$1; shift; if [ -n "$profile" ]; then . "$profile" || exit 127; fi; exec "$@"'
-
-
 class _Lsf:
     def __init__(self, module, host):
         self.module = module
         self.host = host
-        self.profile = module.params["profile"] or ""
+        # In a login shell, after sourcing the given profile.lsf when there is one.
+        self.lsf = LsfCommands(module.run_command, profile=module.params["profile"])
 
     def run(self, *argv):
-        rc, out, err = self.module.run_command(["/bin/sh", "-lc", _SHELL, "sh", self.profile] + list(argv))
-        return rc, out, err
+        return self.lsf.run(*argv)
 
     def fail(self, msg, **extra):
         self.module.fail_json(msg="%s: %s" % (self.host, msg), host=self.host, **extra)
@@ -218,7 +214,7 @@ class _Lsf:
     def state(self):
         rc, out, err = self.run("bhosts", "-l", self.host)
         if rc != 0:
-            self.fail("bhosts -l %s failed (rc=%d): %s" % (self.host, rc, (err or out).strip()))
+            self.fail(failure(["bhosts", "-l", self.host], rc, out, err))
         try:
             hosts = parse_bhosts_long(out)
         except LsfOutputError as exc:
@@ -230,16 +226,17 @@ class _Lsf:
     def jobs(self):
         rc, out, err = self.run("bjobs", "-u", "all", "-w", "-m", self.host)
         if rc != 0 and not no_jobs_message(out + err):
-            self.fail("bjobs -u all -w -m %s failed (rc=%d): %s" % (self.host, rc, (err or out).strip()))
+            self.fail(failure(["bjobs", "-u", "all", "-w", "-m", self.host], rc, out, err))
         try:
             return started_jobs_on(parse_bjobs(out), self.host)
         except LsfOutputError as exc:
             self.fail(str(exc))
 
     def badmin(self, argv):
-        rc, out, err = self.run(*argv)
-        if rc != 0:
-            self.fail("%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()))
+        try:
+            self.lsf.check(*argv)
+        except LsfCommandError as exc:
+            self.fail(str(exc))
 
 
 def main():

@@ -120,6 +120,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _lsf_admin
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_command import LsfCommands, failure
 
 
 def main():
@@ -143,11 +144,11 @@ def main():
     result = {"changed": bool(reloads), "reloads": [" ".join(argv) for argv in reloads]}
     if module.check_mode:
         module.exit_json(**result)
-    env = _lsf_admin.environment(params["envdir"], params["bindir"],
-                                 "%s:%s" % (params["path"] or "", os.environ.get("PATH", "")))
+    lsf = LsfCommands(module.run_command, envdir=params["envdir"], bindir=params["bindir"],
+                      path="%s:%s" % (params["path"] or "", os.environ.get("PATH", "")))
 
     def run(argv):
-        return module.run_command(argv, environ_update=env)
+        return lsf.run(*argv)
 
     result["checks"], errors = [], []
     for argv in _lsf_admin.CHECKS:
@@ -163,7 +164,7 @@ def main():
     for argv in reloads:
         rc, out, err = run(argv)
         if rc != 0:
-            module.fail_json(msg="%s failed (rc=%d): %s" % (" ".join(argv), rc, (err or out).strip()), **result)
+            module.fail_json(msg=failure(argv, rc, out, err), **result)
     if params["lim"] and params["resource"] and params["hosts"]:
         rc, out, err = run(_lsf_admin.lshosts_argv(params["resource"]))
         try:

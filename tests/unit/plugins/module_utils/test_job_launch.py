@@ -15,16 +15,16 @@ def test_bsub_argv_as_root_submits_as_the_user_in_a_login_shell():
                      as_root=True)
     assert argv[:4] == ["runuser", "-u", "lsfadmin", "--"]
     assert argv[4:6] == ["/bin/sh", "-lc"]
-    assert argv[7:] == ["sh", "/opt/lsf/conf/profile.lsf", "-app", "powerai", "-I", "-m", "gpu01", "/verify"]
+    assert argv[7:] == ["sh", "/opt/lsf/conf/profile.lsf", "bsub", "-app", "powerai", "-I", "-m", "gpu01", "/verify"]
     # not root: no runuser; no profile: an empty argument the script skips
     argv = bsub_argv("p", "h", ["a b", "c"], user="lsfadmin")
-    assert argv[0] == "/bin/sh" and argv[3:] == ["sh", "", "-app", "p", "-I", "-m", "h", "a b", "c"]
+    assert argv[0] == "/bin/sh" and argv[3:] == ["sh", "", "bsub", "-app", "p", "-I", "-m", "h", "a b", "c"]
     assert bsub_argv("p", "h", ["x"], user="root", as_root=True)[0] == "/bin/sh"
 
 
 def test_bsub_argv_asks_lsf_for_gpus():
     argv = bsub_argv("powerai", "gpu02", ["/verify"], gpus=4)
-    assert argv[3:] == ["sh", "", "-app", "powerai", "-I", "-m", "gpu02", "-gpu", "num=4", "/verify"]
+    assert argv[3:] == ["sh", "", "bsub", "-app", "powerai", "-I", "-m", "gpu02", "-gpu", "num=4", "/verify"]
     assert "-gpu" not in bsub_argv("powerai", "head", ["/verify"], gpus=0)
 
 

@@ -57,9 +57,3 @@ def test_lshosts_without_a_matching_host_lists_none_and_other_failures_raise():
     assert _lsf_admin.listed_hosts(255, "", "lshosts: No host found\n") == []
     with pytest.raises(ValueError, match="LIM is down"):
         _lsf_admin.listed_hosts(255, "", "ls_gethostinfo(): LIM is down; try later\n")
-
-
-def test_environment_puts_bindir_first_each_entry_once():
-    env = _lsf_admin.environment("/lsf/conf", "/lsf/bin", "/usr/bin:/lsf/bin::/bin")
-    assert env == {"LSF_ENVDIR": "/lsf/conf", "PATH": "/lsf/bin:/usr/bin:/bin"}
-    assert _lsf_admin.environment("/lsf/conf", None, "")["PATH"] == ""

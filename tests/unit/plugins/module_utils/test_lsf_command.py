@@ -1,0 +1,58 @@
+# Copyright: hpc.gpu_containers contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The LSF command client (module_utils/_lsf_command.py): a profile's login shell or an LSF_ENVDIR environment,
+and one wording for a failed command. The login shell runs for real, with a stand-in bhosts on the PATH."""
+
+import subprocess
+
+import pytest
+
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_command import (
+    LsfCommandError,
+    LsfCommands,
+    environment,
+    login_argv,
+)
+
+
+def test_environment_puts_bindir_first_each_entry_once():
+    env = environment("/lsf/conf", "/lsf/bin", "/usr/bin:/lsf/bin::/bin")
+    assert env == {"LSF_ENVDIR": "/lsf/conf", "PATH": "/lsf/bin:/usr/bin:/bin"}
+    assert environment("/lsf/conf", None, "")["PATH"] == ""
+
+
+def _run(argv, environ_update=None):
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=environ_update)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def lsf_tree(tmp_path):
+    """A profile.lsf that puts a bin directory with a stand-in bhosts on the PATH."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    bhosts = bindir / "bhosts"
+    bhosts.write_text('#!/bin/sh\nif [ "$1" = fail ]; then echo "bhosts: no such host" >&2; exit 255; fi\n'
+                      'echo "bhosts $* (LSF_ENVDIR=$LSF_ENVDIR)"\n')
+    bhosts.chmod(0o755)
+    profile = tmp_path / "profile.lsf"
+    profile.write_text('LSF_ENVDIR=%s; export LSF_ENVDIR; PATH=%s:$PATH; export PATH\n' % (tmp_path, bindir))
+    return tmp_path, bindir, profile
+
+
+def test_a_profile_is_sourced_in_a_login_shell(lsf_tree):
+    top, _bindir, profile = lsf_tree
+    lsf = LsfCommands(_run, profile=str(profile))
+    assert lsf.check("bhosts", "-l", "gpu 01") == "bhosts -l gpu 01 (LSF_ENVDIR=%s)\n" % top
+    with pytest.raises(LsfCommandError, match=r"^bhosts fail failed \(rc=255\): bhosts: no such host$"):
+        lsf.check("bhosts", "fail")
+    # A profile that cannot be read stops the shell before the command.
+    rc, out, _err = LsfCommands(_run, profile=str(top / "missing")).run("bhosts")
+    assert rc != 0 and out == ""
+    assert login_argv(None, ["bhosts"])[3:] == ["sh", "", "bhosts"]
+
+
+def test_an_envdir_and_bindir(lsf_tree):
+    top, bindir, _profile = lsf_tree
+    lsf = LsfCommands(_run, envdir=str(top), bindir=str(bindir), path="/usr/bin:/bin")
+    assert lsf.run("bhosts", "-w") == (0, "bhosts -w (LSF_ENVDIR=%s)\n" % top, "")
