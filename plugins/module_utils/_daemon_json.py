@@ -63,8 +63,6 @@ MAX_SIZE = 1 << 20
 _MAX_DIGITS = 4300
 
 
-
-
 class DaemonJsonError(FileEditError):
     """daemon.json or the settings for it are wrong: the file's path, line and column where known. A FileEditError,
     so the file-edit transaction reports it like any other model's refusal."""

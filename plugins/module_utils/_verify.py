@@ -44,6 +44,7 @@ __all__ = [
 SMI_BEGIN = "--- nvidia-smi -q -x ---"
 SMI_END = "--- end nvidia-smi ---"
 
+
 class VerifyError(Exception):
     """Bad input to the comparison (an unknown GPU requested, unparsable XML)."""
 

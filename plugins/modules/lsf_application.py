@@ -148,7 +148,6 @@ options:
     type: bool
     default: false
     version_added: 0.2.0
-    version_added: 0.2.0
   profiles:
     description:
       - Many profiles in one task (one read, one write, one diff). Each item takes the options of the

@@ -198,6 +198,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_host_state
     started_jobs_on,
 )
 
+
 class _Lsf:
     def __init__(self, module, host):
         self.module = module
