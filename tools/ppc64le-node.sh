@@ -4,7 +4,8 @@
 # (qemu-system-ppc64, pseries machine, POWER9 CPU, TCG) and reached over SSH
 # like any other node.
 #
-#   tools/ppc64le-node.sh build            build (or find) the cached disk image
+#   tools/ppc64le-node.sh build            build (or find) the cached disk image; install the
+#                                          cross compiler the scenario builds the NVML stand-in with
 #   tools/ppc64le-node.sh start [NAME]     build if needed, boot NAME, wait for sshd
 #   tools/ppc64le-node.sh status [NAME]    connection facts of a running node
 #   tools/ppc64le-node.sh stop [NAME]      power it off and drop its writable layer
@@ -117,9 +118,9 @@ disk_size=6G
 #                                            first `docker run` fails without it)
 #   python3-docker                           community.docker modules
 #   busybox-static                           the verification image's rootfs
-#   gcc libc6-dev                            builds the stand-in NVML library
-#                                            on the node (its own architecture)
-packages=linux-image-powerpc64le,initramfs-tools,udev,kmod,systemd,systemd-sysv,dbus,openssh-server,python3,python3-apt,sudo,iproute2,procps,ca-certificates,docker.io,apparmor,python3-docker,busybox-static,gcc,libc6-dev
+# (The stand-in NVML library is cross-compiled on the controller: no compiler
+# on the node.)
+packages=linux-image-powerpc64le,initramfs-tools,udev,kmod,systemd,systemd-sysv,dbus,openssh-server,python3,python3-apt,sudo,iproute2,procps,ca-certificates,docker.io,apparmor,python3-docker,busybox-static
 # The apt lists stay in the image: a first `apt-get update` in the guest
 # then fetches differences only (the full lists take minutes to parse under
 # emulation).
@@ -130,7 +131,17 @@ masked="apt-daily.timer apt-daily-upgrade.timer apt-daily.service apt-daily-upgr
 # 25 minutes longer; crc32c_generic is needed by ext4's hook.
 initramfs_modules="virtio_pci virtio_blk virtio_scsi sd_mod ext4 crc32c_generic"
 
+# The compiler the scenario's prepare step builds the stand-in NVIDIA driver with, for the node's architecture.
+ensure_cross_cc() {
+    command -v powerpc64le-linux-gnu-gcc >/dev/null && [ -e /usr/powerpc64le-linux-gnu/include/stdio.h ] && return 0
+    need_root "build (the cross compiler)"
+    log "installing from Debian: gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross >&2
+}
+
 cmd_build() {
+    ensure_cross_cc
     if [ "${PPC64LE_REBUILD:-0}" != 1 ] && [ -s "$image_dir/disk.img" ] && [ -s "$image_dir/vmlinux" ] \
         && [ -s "$image_dir/initrd.img" ] && [ -s "$image_dir/id_ed25519" ]; then
         log "cached: $image_dir"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # STAND-IN FOR TESTS: build the test bed's stand-in for the NVIDIA driver's
-# user-space boundary, for the architecture of the machine that runs it:
+# user-space boundary, for the architecture the compiler makes code for (the
+# machine that runs it, unless CC is a cross compiler):
 #   OUTDIR/libnvidia-ml.so.1   NVML, answering from /etc/nvidia-standin/nvml.conf
 #   OUTDIR/nvidia-smi          dlopens libnvidia-ml.so.1, as the real one does
 #   OUTDIR/libcuda.so.1        CUDA's driver library: every call answers
@@ -38,4 +39,4 @@ cd "$here"
 "$cc" $common -o "$work/nvidia-smi" nvidia-smi.c -Wl,--as-needed -ldl
 chmod 0755 "$work/libnvidia-ml.so.1" "$work/nvidia-smi" "$work/libcuda.so.1"
 mv -f "$work/libnvidia-ml.so.1" "$work/nvidia-smi" "$work/libcuda.so.1" "$out/"
-echo "stand-in NVML library, nvidia-smi and libcuda for $(uname -m) in $out"
+echo "stand-in NVML library, nvidia-smi and libcuda for $("$cc" -dumpmachine) in $out"
