@@ -11,6 +11,8 @@
 #                                  minbase + PACKAGES, without man pages, docs (copyrights kept),
 #                                  locales and info, reproducible for one package set
 #   import_node_image TAR IMAGE TITLE RECIPE [docker import --change ...]
+#   cached_image IMAGE MOVING_REF [REBUILD]
+#                                  an image already built from this recipe: re-point the moving tag
 #
 # The callers' hooks are single-quoted on purpose: mmdebstrap expands "$1", not the shell.
 # shellcheck disable=SC2016,SC2034
@@ -91,4 +93,13 @@ import_node_image() {
     docker import "${args[@]}" \
         --change "LABEL org.opencontainers.image.title=$title org.opencontainers.image.version=$recipe hpc.gpu_containers.recipe=$recipe" \
         "$tar" "$image" >&2
+}
+
+# cached_image IMAGE MOVING_REF [REBUILD]: when IMAGE (its tag carries the recipe hash) exists and REBUILD is not 1,
+# point MOVING_REF at it and print it; otherwise fail, and the caller builds it.
+cached_image() {
+    [ "${3:-0}" != 1 ] && docker image inspect "$1" >/dev/null 2>&1 || return 1
+    printf '%s: cached: %s\n' "${0##*/}" "$1" >&2
+    docker tag "$1" "$2"
+    echo "$1"
 }

@@ -40,10 +40,7 @@ image="${repo}:${tag_moving}-${recipe_hash}"
 
 log() { printf 'node-image: %s\n' "$*" >&2; }
 
-if [ "${NODE_REBUILD:-0}" != 1 ] && docker image inspect "$image" >/dev/null 2>&1; then
-    log "cached: $image"
-    docker tag "$image" "${repo}:${tag_moving}"
-    echo "$image"
+if cached_image "$image" "${repo}:${tag_moving}" "${NODE_REBUILD:-0}"; then
     exit 0
 fi
 

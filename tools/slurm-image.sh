@@ -44,17 +44,16 @@ build() {
     while [ "$#" -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
     [ "$#" -gt 0 ] && shift
     changes=("$@")
-    if [ "${SLURM_IMAGE_REBUILD:-0}" != 1 ] && docker image inspect "$image" >/dev/null 2>&1; then
-        log "cached: $image"
-    else
-        local start
-        start=$(date +%s)
-        log "building $image"
-        debian_rootfs amd64 "$packages" "$workdir/$title.tar" "${opts[@]}"
-        import_node_image "$workdir/$title.tar" "$image" "$title" "$recipe_hash" "${changes[@]}"
-        rm -f "$workdir/$title.tar"
-        log "built $image in $(( $(date +%s) - start )) s, $(( $(docker image inspect --format '{{.Size}}' "$image") / 1000000 )) MB"
+    if cached_image "$image" "${repo}:debian12" "${SLURM_IMAGE_REBUILD:-0}"; then
+        return 0
     fi
+    local start
+    start=$(date +%s)
+    log "building $image"
+    debian_rootfs amd64 "$packages" "$workdir/$title.tar" "${opts[@]}"
+    import_node_image "$workdir/$title.tar" "$image" "$title" "$recipe_hash" "${changes[@]}"
+    rm -f "$workdir/$title.tar"
+    log "built $image in $(( $(date +%s) - start )) s, $(( $(docker image inspect --format '{{.Size}}' "$image") / 1000000 )) MB"
     docker tag "$image" "${repo}:debian12"
     echo "$image"
 }

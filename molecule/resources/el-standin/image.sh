@@ -36,10 +36,7 @@ image="${repo}:${recipe_hash}"
 
 log() { printf 'el-image: %s\n' "$*" >&2; }
 
-if [ "${EL_IMAGE_REBUILD:-0}" != 1 ] && docker image inspect "$image" >/dev/null 2>&1; then
-    log "cached: $image"
-    docker tag "$image" "${repo}:rocky9"
-    echo "$image"
+if cached_image "$image" "${repo}:rocky9" "${EL_IMAGE_REBUILD:-0}"; then
     exit 0
 fi
 
