@@ -20,3 +20,24 @@ def test_vars_keys_are_internal(path):
     public = [key for key in keys if not key.startswith("__%s_" % role)]
     assert not public, "%s: %s look like settings a site could change; name them __%s_..." % (
         path.relative_to(ROLES.parent), ", ".join(public), role)
+
+
+def _registered(role_dir):
+    names = set()
+    for path in role_dir.glob("**/*.yml"):
+        for line in path.read_text().splitlines():
+            stripped = line.strip()
+            if stripped.startswith("register:"):
+                names.add(stripped.split(":", 1)[1].strip())
+    return names
+
+
+@pytest.mark.parametrize("role", sorted({p.parts[-3] for p in VARS_FILES}))
+def test_no_registered_result_takes_a_vars_name(role):
+    # A task that registers under a vars/ name replaces that value for the rest of the play (a package list
+    # became a package_info result once, and the next task installed a dict).
+    keys = set()
+    for path in (ROLES / role / "vars").glob("*.yml"):
+        keys |= set(yaml.safe_load(path.read_text()) or {})
+    clash = sorted(keys & _registered(ROLES / role))
+    assert not clash, "roles/%s registers results under its vars/ names: %s" % (role, ", ".join(clash))

@@ -26,8 +26,8 @@ def test_compute_nodes_by_slurm_name():
 
 def test_gres_edits_one_file_or_each_nodes_own():
     single = {"changed": True, "changed_nodes": ["n1"], "node_attributes": {"n1": {"Gres": "gpu:1"}}}
-    assert gres_edits(single, {}, False) == {"node_attributes": {"n1": {"Gres": "gpu:1"}}, "changed_nodes": ["n1"],
-                                            "changed": True, "per_node": False}
+    assert gres_edits(single, {}, False) == {
+        "node_attributes": {"n1": {"Gres": "gpu:1"}}, "changed_nodes": ["n1"], "changed": True, "per_node": False}
     loop = {"results": [{"changed": False, "changed_nodes": [], "node_attributes": {"n1": {"Gres": "gpu:1"}}},
                         {"skipped": True},
                         {"changed": True, "changed_nodes": ["n2"], "node_attributes": {"n2": {"Gres": "gpu:4"}}}]}
