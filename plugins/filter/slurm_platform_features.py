@@ -58,7 +58,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._gpu_access import facts_of
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._hostvars import facts_of
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_catalogue import ImageCatalogueError, platform
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._image_platforms import SLURM_FEATURES_OWNED, slurm_features
 

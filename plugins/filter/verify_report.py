@@ -46,18 +46,12 @@ _value:
   type: dict
 """
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._hostvars import vars_of
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._report_outputs import verify_report as _report
 
 
-def _result(hostvars, host):
-    try:
-        return hostvars[host].get("container_verify_result")
-    except (KeyError, TypeError, AttributeError):
-        return None
-
-
 def verify_report(hosts, hostvars, generated_unix):
-    return _report(dict((host, _result(hostvars, host)) for host in hosts or []), generated_unix)
+    return _report(dict((host, vars_of(hostvars, host).get("container_verify_result")) for host in hosts or []), generated_unix)
 
 
 class FilterModule:

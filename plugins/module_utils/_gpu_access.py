@@ -20,16 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ._hostvars import facts_of
+
 GPU_ACCESS_MODES = ("auto", "runtime", "devices", "none")
-
-
-def facts_of(hostvars, host):
-    """``ansible_facts`` of an inventory host, or {} (no facts in this run, or not in the inventory)."""
-    try:
-        facts = hostvars[host]["ansible_facts"]
-    except (KeyError, TypeError):
-        return {}
-    return facts if isinstance(facts, Mapping) else {}
 
 
 def hosts_with_facts(hosts, hostvars, daemon_json_path=None):

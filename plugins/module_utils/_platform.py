@@ -27,6 +27,8 @@ nothing from the collection: it keeps a copy of ``MACHINE_ALIASES``, which a uni
 
 from __future__ import annotations
 
+from ._hostvars import facts_of
+
 # The architectures the collection supports, kernel spelling.
 ARCHITECTURES = ("x86_64", "ppc64le", "aarch64")
 
@@ -80,10 +82,6 @@ def architecture_builder(architecture, candidates, hostvars, play_hosts, invento
             continue
         if host not in play_hosts:
             return host
-        try:
-            facts = hostvars[host]["ansible_facts"]
-        except (KeyError, TypeError):
-            facts = {}
-        if machine((facts or {}).get("architecture")) == architecture:
+        if machine(facts_of(hostvars, host).get("architecture")) == architecture:
             return host
     return default

@@ -22,15 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ._hostvars import vars_of
+
 IMAGE_TAGS = ("all", "tagged", "images")
-
-
-def _vars(hostvars, host):
-    try:
-        found = hostvars[host]
-    except (KeyError, TypeError):
-        return {}
-    return found if isinstance(found, Mapping) or hasattr(found, "get") else {}
 
 
 def batch_plan(docker_hosts, registry_hosts, hostvars, socket_var, check_mode=False, run_tags=("all",),
@@ -41,13 +35,13 @@ def batch_plan(docker_hosts, registry_hosts, hostvars, socket_var, check_mode=Fa
     out by the drift fast path have none); a host whose ``hpc_drift_fingerprint`` is not clean may change.
     ``serial`` is the site's ``hpc_site_serial`` (None when not given): given, it always shapes the batches.
     """
-    seen = [_vars(hostvars, host) for host in docker_hosts]
+    seen = [vars_of(hostvars, host) for host in docker_hosts]
     seen = [hv for hv in seen if socket_var in hv]
     live = any(isinstance(hv.get(socket_var), Mapping)
                and ((hv.get(socket_var) or {}).get("stat") or {}).get("exists") for hv in seen)
     changes = any(not ((hv.get("hpc_drift_fingerprint") or {}).get("clean", False)) for hv in seen)
     builds_variants = (not check_mode and bool(set(run_tags) & set(IMAGE_TAGS)) and "images" not in skip_tags
-                       and any(_vars(hostvars, host).get("image_variants_sources") for host in registry_hosts))
+                       and any(vars_of(hostvars, host).get("image_variants_sources") for host in registry_hosts))
     registry_first = serial is not None or (changes and (live or builds_variants))
     return {
         "first": max(len(registry_hosts), 1) if registry_first else "100%",

@@ -23,15 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._gpu_access import facts_of, hosts_with_facts
-
-
-def _vars(hostvars, host):
-    try:
-        found = hostvars[host]
-    except (KeyError, TypeError):
-        return {}
-    return found if hasattr(found, "get") else {}
+from ._gpu_access import hosts_with_facts
+from ._hostvars import facts_of, vars_of
 
 
 def compute_nodes(hosts, hostvars):
@@ -39,7 +32,7 @@ def compute_nodes(hosts, hostvars):
     ``gpus`` holds the nodes with GPU facts in this run (an empty list for a node without GPUs)."""
     hosts = list(hosts)
     with_facts = hosts_with_facts(hosts, hostvars)
-    name = dict((host, _vars(hostvars, host).get("slurm_docker_node_name") or host) for host in hosts)
+    name = dict((host, vars_of(hostvars, host).get("slurm_docker_node_name") or host) for host in hosts)
     gpus = {}
     for host in with_facts:
         facts = facts_of(hostvars, host).get("gpu_facts") or {}
