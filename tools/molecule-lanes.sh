@@ -81,20 +81,28 @@ for pid in "${pids[@]}"; do
     wait "$pid" || status=1
 done
 
+# The lines that say why an Ansible run or a test failed.
+failure_lines='fatal:|FAILED!|^E  |AssertionError|ERROR  |assert '
 echo "molecule lanes: $# lane(s), $(( $(date +%s) - started ))s in all"
 while read -r scenario rc seconds log; do
     if [ "${scenario#make:}" != "$scenario" ]; then
         # The target's own "make: <step> took/FAILED" lines, from its part of the lane's log.
         sed -n "/^### $scenario (lane/,/^### $scenario (lane.*exited/p" "$log" | grep -E '^make: .*(took|FAILED)'
-        [ "$rc" -eq 0 ] || { echo "make: ${scenario#make:} FAILED (exit $rc) after ${seconds}s; the end of its output, from $log:"
-            sed -n "/^### $scenario (lane/,\$p" "$log" | tail -n 40 | sed 's/^/    /'; }
+        [ "$rc" -eq 0 ] || {
+            echo "make: ${scenario#make:} FAILED (exit $rc) after ${seconds}s; why, from $log:"
+            # Its failure lines with a little context (a clean-up step after the failure, such as
+            # demo-down, would otherwise fill the tail), then the end of its output.
+            sed -n "/^### $scenario (lane/,\$p" "$log" | grep -E -B2 -A12 "$failure_lines" | tail -n 80 | sed 's/^/    /'
+            echo "    [the end of its output]"
+            sed -n "/^### $scenario (lane/,\$p" "$log" | tail -n 20 | sed 's/^/    /'
+        }
     elif [ "$rc" -eq 0 ]; then
         echo "make: molecule $scenario took ${seconds}s"
     else
         echo "make: molecule $scenario FAILED (exit $rc) after ${seconds}s; why, from $log:"
         # The scenario's own part of the lane's log, its failure lines with a little context.
         sed -n "/^### molecule $scenario (lane/,\$p" "$log" |
-            grep -E -B2 -A12 'fatal:|FAILED!|^E  |AssertionError|ERROR  |assert ' | tail -n 80 | sed 's/^/    /'
+            grep -E -B2 -A12 "$failure_lines" | tail -n 80 | sed 's/^/    /'
     fi
 done <"$results"
 # A scenario that never started (its lane stopped earlier) is named too.

@@ -15,15 +15,25 @@ one of them:
 * the layout the pre-flight found (``lsf_config_info``): LSF_ENVDIR and a PATH with LSF_BINDIR first
   (``LsfCommands(run, envdir=..., bindir=..., path=...)``).
 
-``failure`` words a failed command the same way everywhere: the command, its status, what it printed.
+``profile_environment`` reads what a site's ``profile.lsf`` sets up (LSF_BINDIR, LSF_SERVERDIR, PATH), for the
+pre-flight's layout. ``failure`` words a failed command the same way everywhere: the command, its status, what
+it printed.
 """
 
 from __future__ import annotations
 
-__all__ = ["PROFILE_SHELL", "LsfCommandError", "LsfCommands", "environment", "failure", "login_argv"]
+import re
+
+__all__ = ["PRINT_PROFILE", "PROFILE_SHELL", "LsfCommandError", "LsfCommands", "environment", "failure",
+           "login_argv", "profile_environment", "profile_values"]
 
 # Source the profile (when given) in a login shell, then run the command: argv "sh", profile, command...
 PROFILE_SHELL = 'profile=$1; shift; if [ -n "$profile" ]; then . "$profile" || exit 127; fi; exec "$@"'
+
+
+# In LSF_ENVDIR: source profile.lsf when it is there (quietly: some print banners), then print what it set up.
+PRINT_PROFILE = ('if [ -r ./profile.lsf ]; then . ./profile.lsf >/dev/null 2>&1; fi; '
+                 'printf "LSF_BINDIR=%s\\nLSF_SERVERDIR=%s\\nPATH=%s\\n" "${LSF_BINDIR:-}" "${LSF_SERVERDIR:-}" "$PATH"')
 
 
 class LsfCommandError(Exception):
@@ -69,3 +79,25 @@ class LsfCommands:
         if rc != 0:
             raise LsfCommandError(failure(argv, rc, out, err))
         return out
+
+
+def profile_values(text):
+    """``KEY=value`` lines (the shell's printout of the environment profile.lsf set up) as a dict."""
+    out = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and re.match(r"^[A-Z_]+$", key):
+            out[key] = value
+    return out
+
+
+def profile_environment(run_command, envdir):
+    """LSF_BINDIR, LSF_SERVERDIR and PATH after ``envdir``/profile.lsf (when readable) is sourced, as a dict.
+
+    LsfCommandError, naming the profile, when the shell that reads it fails.
+    """
+    rc, out, err = run_command(["/bin/sh", "-c", PRINT_PROFILE], cwd=envdir, environ_update={"LSF_ENVDIR": envdir})
+    if rc != 0:
+        raise LsfCommandError("%s/profile.lsf: the shell that reads it failed (rc=%d): %s"
+                              % (envdir, rc, (err or out or "").strip()))
+    return profile_values(out)

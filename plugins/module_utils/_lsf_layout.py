@@ -43,16 +43,6 @@ def envdir_candidates(envdir, environment_envdir, top, profile_sh, extra):
     return out
 
 
-def profile_values(text):
-    """``KEY=value`` lines (the shell's printout of the environment profile.lsf set up) as a dict."""
-    out = {}
-    for line in (text or "").splitlines():
-        key, sep, value = line.partition("=")
-        if sep and re.match(r"^[A-Z_]+$", key):
-            out[key] = value
-    return out
-
-
 def clusters_in_shared(text):
     """The cluster names of lsf.shared's Cluster section (its first column)."""
     doc = parse_document(text, shapes=SHARED_SHAPES, default_shape="auto")

@@ -94,13 +94,12 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _lsf_layout as model
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_command import LsfCommandError, profile_environment
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_conf import get_keys
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import LsfSyntaxError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_cluster_edit import edit_hosts
 
 PROFILE_SH = "/etc/profile.d/lsf.sh"
-PRINT_ENVIRONMENT = ('if [ -r ./profile.lsf ]; then . ./profile.lsf >/dev/null 2>&1; fi; '
-                     'printf "LSF_BINDIR=%s\\nLSF_SERVERDIR=%s\\nPATH=%s\\n" "${LSF_BINDIR:-}" "${LSF_SERVERDIR:-}" "$PATH"')
 
 
 def _read(path):
@@ -131,11 +130,10 @@ def discover(module):
         conf = get_keys(_read(os.path.join(envdir, "lsf.conf")) or "")
     except LsfSyntaxError as err:
         raise model.LayoutError("%s/lsf.conf:%s: %s" % (envdir, err.line or "", err.msg))
-    rc, out, err = module.run_command(["/bin/sh", "-c", PRINT_ENVIRONMENT], cwd=envdir,
-                                      environ_update={"LSF_ENVDIR": envdir})
-    if rc != 0:
-        raise model.LayoutError("%s/profile.lsf: the shell that reads it failed (%d): %s" % (envdir, rc, err.strip()))
-    profile = model.profile_values(out)
+    try:
+        profile = profile_environment(module.run_command, envdir)
+    except LsfCommandError as exc:
+        raise model.LayoutError(str(exc))
     confdir = conf.get("LSF_CONFDIR") or envdir
     try:
         file_names = os.listdir(confdir) if not params["cluster_name"] else []

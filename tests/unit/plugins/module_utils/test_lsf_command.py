@@ -3,6 +3,7 @@
 """The LSF command client (module_utils/_lsf_command.py): a profile's login shell or an LSF_ENVDIR environment,
 and one wording for a failed command. The login shell runs for real, with a stand-in bhosts on the PATH."""
 
+import os
 import subprocess
 
 import pytest
@@ -12,6 +13,8 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_command im
     LsfCommands,
     environment,
     login_argv,
+    profile_environment,
+    profile_values,
 )
 
 
@@ -56,3 +59,29 @@ def test_an_envdir_and_bindir(lsf_tree):
     top, bindir, _profile = lsf_tree
     lsf = LsfCommands(_run, envdir=str(top), bindir=str(bindir), path="/usr/bin:/bin")
     assert lsf.run("bhosts", "-w") == (0, "bhosts -w (LSF_ENVDIR=%s)\n" % top, "")
+
+
+def _run_in(argv, cwd=None, environ_update=None):
+    """run_command with AnsibleModule's cwd and environ_update (added to this process's environment)."""
+    env = dict(os.environ, **(environ_update or {}))
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=cwd, env=env)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_what_a_sites_profile_sets_up(lsf_tree):
+    top, bindir, profile = lsf_tree
+    profile.write_text(profile.read_text() + 'echo "Welcome to LSF"\nLSF_SERVERDIR=/lsf/etc; export LSF_SERVERDIR\n')
+    values = profile_environment(_run_in, str(top))
+    assert values["LSF_SERVERDIR"] == "/lsf/etc" and values["LSF_BINDIR"] == ""
+    assert values["PATH"].split(":")[0] == str(bindir)
+    # No profile.lsf in LSF_ENVDIR: nothing set up, PATH as it was.
+    profile.unlink()
+    assert profile_environment(_run_in, str(top))["LSF_SERVERDIR"] == ""
+
+
+def test_a_shell_that_fails_names_the_profile(tmp_path):
+    with pytest.raises(LsfCommandError, match=r"^%s/profile\.lsf: the shell that reads it failed \(rc=2\): boom$"
+                       % tmp_path):
+        profile_environment(lambda argv, cwd, environ_update: (2, "", "boom\n"), str(tmp_path))
+    assert profile_values("LSF_BINDIR=/x/bin\nPATH=/a:/b\nnoise\nlower=x\n") == {"LSF_BINDIR": "/x/bin",
+                                                                                 "PATH": "/a:/b"}

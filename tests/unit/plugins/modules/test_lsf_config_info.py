@@ -97,7 +97,5 @@ def test_the_model_pieces():
     assert model.envdir_candidates("", "/env", "/top", ". /a/conf/profile.lsf; . '/b/profile.lsf'", ["/env", "/c"]) == [
         "/env", "/top/conf", "/a/conf", "/b", "/c"]
     assert model.envdir_candidates("/only", "/env", "/top", "", ["/c"]) == ["/only"]
-    assert model.profile_values("LSF_BINDIR=/x/bin\nPATH=/a:/b\nnoise\nlower=x\n") == {"LSF_BINDIR": "/x/bin",
-                                                                                       "PATH": "/a:/b"}
     layout = model.layout("/e", {"LSF_CONFDIR": "/c"}, {"LSF_SERVERDIR": "/s"}, "cl")
     assert layout["lsb_applications"] == "/c/lsbatch/cl/configdir/lsb.applications" and layout["serverdir"] == "/s"
