@@ -58,7 +58,7 @@ echo "make $(1): installing $(3) into $(2)"; \
 touch "$@"
 endef
 
-.PHONY: help checks venv venv-oldest sanity-oldest units-oldest lint unit adversarial sanity units image slurm-image el-image molecule demo demo-down bench gpu-check test clean ppc64le ppc64le-disk
+.PHONY: help checks venv venv-oldest sanity-oldest units-oldest lint unit adversarial sanity units image slurm-image el-image volclava-image molecule demo demo-down bench gpu-check test clean ppc64le ppc64le-disk
 
 help: ## Show this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -106,6 +106,10 @@ el-image: image ## Build the EL stand-in node image and the site mirrors it inst
 
 slurm-image: ## Build the Slurm test bed's node and MPI job images from Debian packages (tools/slurm-image.sh)
 	@$(call timed,slurm-image,tools/slurm-image.sh)
+
+# Not yet run by a scenario: the image of the LSF-family nodes to come (molecule/resources/volclava/README.md).
+volclava-image: ## Build the LSF-family node image: volclava from molecule/resources/volclava (tools/volclava-image.sh)
+	@$(call timed,volclava-image,tools/volclava-image.sh)
 
 # The steps of a lane `make molecule` runs beside MOLECULE_LANES: none by default; `make test` hands it the
 # checks (CHECKS below) as make:<target> steps.

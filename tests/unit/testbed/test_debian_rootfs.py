@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 LIB = ROOT / "tools" / "debian-rootfs.sh"
 SCRIPTS = [ROOT / "tools" / "node-image.sh", ROOT / "tools" / "slurm-image.sh", ROOT / "tools" / "ppc64le-node.sh",
-           ROOT / "molecule" / "resources" / "el-standin" / "image.sh"]
+           ROOT / "molecule" / "resources" / "el-standin" / "image.sh", ROOT / "tools" / "volclava-image.sh"]
 
 
 def _code(path):
