@@ -5,9 +5,10 @@
 #   localhost/hpc-volclava-node:debian12-<recipe-hash>   a node as a site with an LSF-family scheduler has
 #       it: the node image's systemd base plus volclava (the open-source LSF lineage, OpenLava 2.0; its
 #       lim, res, sbatchd, mbatchd and its commands: lsid, lshosts, bhosts, bjobs, bsub, lsadmin, badmin)
-#       built from molecule/resources/volclava/ and installed under /opt/volclava. The compiler and the
-#       other build dependencies are removed again; the cluster's configuration (its hosts, its
-#       administrator, its daemons' units) is a scenario's prepare step, as a site's is its own.
+#       built from molecule/resources/volclava/ and installed under /opt/volclava as its installer leaves
+#       it (the administrator `volclava`, /etc/init.d/volclava, /etc/profile.d/volclava.sh). The compiler
+#       and the other build dependencies are removed again; the cluster's configuration (its hosts) and the
+#       start of its daemons are a scenario's prepare step, as a site's are its own.
 #
 # The source's sha256 is checked before anything is built (molecule/resources/volclava/README.md says
 # where it comes from). The recipe hash is the first 12 hex digits of the sha256 of this script,
@@ -62,6 +63,11 @@ runtime_packages="libtcl8.6,libncurses6,psmisc"
 # README does; then the build's own files and packages go.
 build_hook="chroot \"\$1\" sh -ec 'mkdir /tmp/volclava && tar -xzf /tmp/volclava.tar.gz -C /tmp/volclava --strip-components=1 && cd /tmp/volclava && ./bootstrap.sh --prefix=$prefix >/tmp/volclava.build.log 2>&1 && make -j\$(nproc) >>/tmp/volclava.build.log 2>&1 && make install >>/tmp/volclava.build.log 2>&1' || { tail -n 40 \"\$1\"/tmp/volclava.build.log >&2; exit 1; }"
 purge_hook="chroot \"\$1\" sh -ec 'rm -rf /tmp/volclava /tmp/volclava.tar.gz /tmp/volclava.build.log; DEBIAN_FRONTEND=noninteractive apt-get purge -y --autoremove ${build_packages//,/ } >/dev/null'"
+# What volclava's installer does after make install (volcinstall.sh): the administrator account `volclava`
+# owning the log and work directories, the SysV script the daemons start by (systemd runs it through its
+# sysv generator, as on a site), the profile in /etc/profile.d. The service is not enabled: a cluster with no
+# host would not start; the scenario adds its hosts, then starts it.
+setup_hook="chroot \"\$1\" sh -ec 'useradd -c \"volclava Administrator\" -m -d /home/volclava volclava && chown -R volclava: $prefix/log $prefix/work && install -m 0755 $prefix/etc/volclava /etc/init.d/volclava && ln -s $prefix/etc/volclava.sh /etc/profile.d/volclava.sh'"
 # Every command of the cluster must find its libraries once the build packages are gone.
 check_hook="chroot \"\$1\" sh -ec 'for f in $prefix/bin/* $prefix/sbin/*; do if ldd \"\$f\" 2>/dev/null | grep \"not found\"; then echo \"\$f: a library is missing\" >&2; exit 1; fi; done; test -x $prefix/bin/lsid && test -x $prefix/sbin/mbatchd'"
 
@@ -72,6 +78,7 @@ debian_rootfs amd64 "$NODE_PACKAGES,$runtime_packages,$build_packages" "$workdir
     --customize-hook='mv "$1"/tmp/volclava-*.tar.gz "$1"/tmp/volclava.tar.gz' \
     --customize-hook="$build_hook" \
     --customize-hook="$purge_hook" \
+    --customize-hook="$setup_hook" \
     --customize-hook="$check_hook" \
     "${NODE_CONTAINER_HOOKS[@]}"
 import_node_image "$workdir/rootfs.tar" "$image" hpc-volclava-node "$recipe_hash" \
