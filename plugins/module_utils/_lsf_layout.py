@@ -21,6 +21,8 @@ import re
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import SHARED_SHAPES, parse_document
 
 PROFILE_LSF_RE = re.compile(r"""([^\s'";]+)/profile\.lsf""")
+# A login script that sets LSF_ENVDIR itself to a literal path (OpenLava and volclava's profile.d scripts do).
+LSF_ENVDIR_RE = re.compile(r"""^\s*(?:export\s+)?LSF_ENVDIR=(["']?)(/[^\s'";$`]+)\1""", re.M)
 CLUSTER_FILE_RE = re.compile(r"^lsf\.cluster\.([A-Za-z0-9_.-]*[A-Za-z0-9_])$")
 LEFTOVER_RE = re.compile(r"(\.bak|\.orig|\.rpmsave|\.rpmnew|~)$")
 
@@ -31,13 +33,14 @@ class LayoutError(Exception):
 
 def envdir_candidates(envdir, environment_envdir, top, profile_sh, extra):
     """The directories to look for lsf.conf in, first match wins: ``envdir`` alone when given; else the
-    environment's LSF_ENVDIR, LSF_TOP/conf, the directory of each profile.lsf ``profile_sh`` (the text of
-    /etc/profile.d/lsf.sh) sources, then ``extra``."""
+    environment's LSF_ENVDIR, LSF_TOP/conf, the directory of each profile.lsf ``profile_sh`` (the text of the
+    login scripts in /etc/profile.d) sources, each literal LSF_ENVDIR it sets, then ``extra``."""
     if envdir:
         return [envdir]
     out = []
+    from_profile = PROFILE_LSF_RE.findall(profile_sh or "") + [m[1] for m in LSF_ENVDIR_RE.findall(profile_sh or "")]
     for candidate in ([environment_envdir, posixpath.join(top, "conf") if top else ""]
-                      + PROFILE_LSF_RE.findall(profile_sh or "") + list(extra or [])):
+                      + from_profile + list(extra or [])):
         if candidate and candidate not in out:
             out.append(candidate)
     return out

@@ -12,7 +12,9 @@ short_description: Find an IBM Spectrum LSF cluster's configuration files, and w
 version_added: 0.2.0
 description:
   - Read only. Finds lsf.conf (LSF_ENVDIR) among O(envdir), the environment's C(LSF_ENVDIR), O(top)C(/conf), the
-    directory of the C(profile.lsf) that C(/etc/profile.d/lsf.sh) sources and O(envdir_candidates); reads the
+    directory of the C(profile.lsf) that a login script in C(/etc/profile.d) sources (C(lsf.sh) first, then the
+    other C(*.sh)), each literal C(LSF_ENVDIR) such a script sets (as OpenLava's and volclava's do), and
+    O(envdir_candidates); reads the
     directories lsf.conf names (C(LSF_CONFDIR), C(LSB_CONFDIR), C(LSF_SERVERDIR), C(LSF_BINDIR),
     C(LSF_LIVE_CONFDIR)); runs C(profile.lsf) in a shell for what a fresh lsf.conf leaves to it (C(LSF_SERVERDIR),
     C(LSF_BINDIR), C(PATH)); and finds the cluster file C(lsf.cluster.<name>) (of several, the one the Cluster
@@ -99,7 +101,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_conf impor
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import LsfSyntaxError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_cluster_edit import edit_hosts
 
-PROFILE_SH = "/etc/profile.d/lsf.sh"
+PROFILE_D = "/etc/profile.d"
 
 
 def _read(path):
@@ -108,6 +110,16 @@ def _read(path):
             return handle.read()
     except OSError:
         return None
+
+
+def _login_scripts():
+    """The text of the login scripts in /etc/profile.d (lsf.sh first, then the others' *.sh by name)."""
+    try:
+        names = sorted(n for n in os.listdir(PROFILE_D) if n.endswith(".sh"))
+    except OSError:
+        return ""
+    names.sort(key=lambda n: n != "lsf.sh")
+    return "\n".join(_read(os.path.join(PROFILE_D, n)) or "" for n in names)
 
 
 def _live_files(live_confdir):
@@ -121,11 +133,11 @@ def _live_files(live_confdir):
 def discover(module):
     params = module.params
     candidates = model.envdir_candidates(params["envdir"], os.environ.get("LSF_ENVDIR", ""), params["top"],
-                                         None if params["envdir"] else _read(PROFILE_SH), params["envdir_candidates"])
+                                         None if params["envdir"] else _login_scripts(), params["envdir_candidates"])
     envdir = next((c for c in candidates if os.path.isfile(os.path.join(c, "lsf.conf"))), None)
     if envdir is None:
         raise model.LayoutError("No lsf.conf found in %s. Set lsf_docker_envdir (the LSF_ENVDIR directory) or "
-                                "lsf_docker_top (LSF_TOP)." % ", ".join(candidates))
+                                "lsf_docker_top (LSF_TOP)." % (", ".join(candidates) or "no directory: none was given or found"))
     try:
         conf = get_keys(_read(os.path.join(envdir, "lsf.conf")) or "")
     except LsfSyntaxError as err:

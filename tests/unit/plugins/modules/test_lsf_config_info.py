@@ -19,12 +19,13 @@ FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "lsf10.1"
 
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
-    """The fixture's LSF tree at tmp_path/lsf, its lsf.conf pointing at itself; no /etc/profile.d/lsf.sh."""
+    """The fixture's LSF tree at tmp_path/lsf, its lsf.conf pointing at itself; an empty /etc/profile.d."""
     top = tmp_path / "lsf"
     shutil.copytree(FIXTURE, top)
     conf = top / "conf" / "lsf.conf"
     conf.write_text(conf.read_text().replace("/usr/share/lsf", str(top)))
-    monkeypatch.setattr(lsf_config_info, "PROFILE_SH", str(tmp_path / "profile.d-lsf.sh"))
+    (tmp_path / "profile.d").mkdir()
+    monkeypatch.setattr(lsf_config_info, "PROFILE_D", str(tmp_path / "profile.d"))
     monkeypatch.delenv("LSF_ENVDIR", raising=False)
     return top
 
@@ -44,9 +45,19 @@ def test_the_layout_of_a_real_tree_from_lsf_top(tree, capsys):
 
 
 def test_profile_lsf_sourced_by_the_login_profile_is_found(tree, capsys, tmp_path):
-    (tmp_path / "profile.d-lsf.sh").write_text(". '%s/conf/profile.lsf'\n" % tree)
+    (tmp_path / "profile.d" / "lsf.sh").write_text(". '%s/conf/profile.lsf'\n" % tree)
     result = run(capsys, envdir_candidates=["/nonexistent"])
     assert result["layout"]["envdir"] == str(tree / "conf")
+
+
+def test_a_login_script_that_sets_lsf_envdir_itself_is_found(tree, capsys, tmp_path):
+    # As volclava's /etc/profile.d/volclava.sh does; a name or a variable is not a path and is left alone.
+    (tmp_path / "profile.d" / "volclava.sh").write_text(
+        "VOLCLAVA_TOP=/x\nLSF_ENVDIR=$VOLCLAVA_TOP/etc\nLSF_ENVDIR=%s/conf\nexport LSF_ENVDIR\n" % tree)
+    (tmp_path / "profile.d" / "other.csh").write_text("setenv LSF_ENVDIR /nonexistent\n")
+    result = run(capsys, envdir_candidates=["/nonexistent"])
+    assert result["layout"]["envdir"] == str(tree / "conf")
+    assert model.envdir_candidates("", "", "", "export LSF_ENVDIR='/a/etc'\n  LSF_ENVDIR=\"/b\"\n", []) == ["/a/etc", "/b"]
 
 
 def test_no_lsf_conf_names_every_place_looked_at(tree, capsys):
