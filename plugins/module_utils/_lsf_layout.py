@@ -75,11 +75,22 @@ def choose_cluster(explicit, file_names, shared_text, confdir):
     return names[0]
 
 
-def layout(envdir, conf, profile, cluster, serverdir=""):
+def batch_configdir(lsb_confdir, cluster, cluster_configdir_exists, flat_files_exist):
+    """Where the cluster's lsb.* files are: LSF's ``LSB_CONFDIR/<cluster>/configdir``; or LSB_CONFDIR itself, where
+    the OpenLava lineage (OpenLava, volclava) keeps lsb.queues and lsb.params, when that holds them and there is no
+    ``<cluster>/configdir``."""
+    if flat_files_exist and not cluster_configdir_exists:
+        return lsb_confdir
+    return posixpath.join(lsb_confdir, cluster, "configdir")
+
+
+def layout(envdir, conf, profile, cluster, serverdir="", lsb_configdir=""):
     """The paths the role edits and the directories it needs, from lsf.conf's values ``conf`` and the
-    environment ``profile`` (LSF_SERVERDIR, LSF_BINDIR, PATH after profile.lsf); ``serverdir`` overrides."""
+    environment ``profile`` (LSF_SERVERDIR, LSF_BINDIR, PATH after profile.lsf); ``serverdir`` overrides;
+    ``lsb_configdir`` is where the lsb.* files are (batch_configdir; default LSF's)."""
     confdir = conf.get("LSF_CONFDIR") or envdir
-    lsb_confdir = conf.get("LSB_CONFDIR") or posixpath.join(confdir, "lsbatch")
+    lsb_confdir = lsb_confdir_of(conf, confdir)
+    lsb_configdir = lsb_configdir or posixpath.join(lsb_confdir, cluster, "configdir")
     return {
         "envdir": envdir,
         "confdir": confdir,
@@ -92,8 +103,14 @@ def layout(envdir, conf, profile, cluster, serverdir=""):
         "lsf_conf": posixpath.join(envdir, "lsf.conf"),
         "lsf_shared": posixpath.join(confdir, "lsf.shared"),
         "lsf_cluster": posixpath.join(confdir, "lsf.cluster.%s" % cluster),
-        "lsb_applications": posixpath.join(lsb_confdir, cluster, "configdir", "lsb.applications"),
+        "lsb_configdir": lsb_configdir,
+        "lsb_applications": posixpath.join(lsb_configdir, "lsb.applications"),
     }
+
+
+def lsb_confdir_of(conf, confdir):
+    """LSB_CONFDIR: lsf.conf's, else LSF_CONFDIR/lsbatch."""
+    return conf.get("LSB_CONFDIR") or posixpath.join(confdir, "lsbatch")
 
 
 def live_overrides(the_layout, live_files):

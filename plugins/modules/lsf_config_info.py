@@ -17,8 +17,10 @@ description:
     O(envdir_candidates); reads the
     directories lsf.conf names (C(LSF_CONFDIR), C(LSB_CONFDIR), C(LSF_SERVERDIR), C(LSF_BINDIR),
     C(LSF_LIVE_CONFDIR)); runs C(profile.lsf) in a shell for what a fresh lsf.conf leaves to it (C(LSF_SERVERDIR),
-    C(LSF_BINDIR), C(PATH)); and finds the cluster file C(lsf.cluster.<name>) (of several, the one the Cluster
-    section of lsf.shared lists).
+    C(LSF_BINDIR), C(PATH)); finds the cluster file C(lsf.cluster.<name>) (of several, the one the Cluster
+    section of lsf.shared lists); and finds where the C(lsb.*) files are (C(lsb_configdir) in RV(layout)): LSF's
+    C(LSB_CONFDIR/<cluster>/configdir), or C(LSB_CONFDIR) itself where it holds C(lsb.params) or C(lsb.queues) and
+    there is no C(<cluster>/configdir), as in the OpenLava lineage (OpenLava, volclava).
   - Fails, saying what to set, when no lsf.conf is found, when the cluster is not clear, when C(LSF_LIVE_CONFDIR)
     holds live (bconf) files that LSF would read instead of the files this collection edits, and, with
     O(require_serverdir), when C(LSF_SERVERDIR) is unknown.
@@ -82,6 +84,7 @@ layout:
     lsf_conf: /usr/share/lsf/conf/lsf.conf
     lsf_shared: /usr/share/lsf/conf/lsf.shared
     lsf_cluster: /usr/share/lsf/conf/lsf.cluster.gpucluster
+    lsb_configdir: /usr/share/lsf/conf/lsbatch/gpucluster/configdir
     lsb_applications: /usr/share/lsf/conf/lsbatch/gpucluster/configdir/lsb.applications
 missing_hosts:
   description: The hosts of O(hosts) with no row in the Host section (a range row such as C(gpu[01-16]) covers).
@@ -157,7 +160,11 @@ def discover(module):
         cluster = model.choose_cluster(params["cluster_name"], cluster_files, shared, confdir)
     except LsfSyntaxError as err:
         raise model.LayoutError("%s/lsf.shared:%s: %s" % (confdir, err.line or "", err.msg))
-    layout = model.layout(envdir, conf, profile, cluster, params["serverdir"] or "")
+    lsb_confdir = model.lsb_confdir_of(conf, confdir)
+    lsb_configdir = model.batch_configdir(
+        lsb_confdir, cluster, os.path.isdir(os.path.join(lsb_confdir, cluster, "configdir")),
+        any(os.path.isfile(os.path.join(lsb_confdir, name)) for name in ("lsb.params", "lsb.queues")))
+    layout = model.layout(envdir, conf, profile, cluster, params["serverdir"] or "", lsb_configdir)
     if layout["live_confdir"]:
         model.live_overrides(layout, _live_files(layout["live_confdir"]))
     if params["require_serverdir"] and not layout["serverdir"]:

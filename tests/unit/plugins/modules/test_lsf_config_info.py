@@ -110,3 +110,25 @@ def test_the_model_pieces():
     assert model.envdir_candidates("/only", "/env", "/top", "", ["/c"]) == ["/only"]
     layout = model.layout("/e", {"LSF_CONFDIR": "/c"}, {"LSF_SERVERDIR": "/s"}, "cl")
     assert layout["lsb_applications"] == "/c/lsbatch/cl/configdir/lsb.applications" and layout["serverdir"] == "/s"
+
+
+def test_the_lsb_files_of_the_openlava_lineage_are_in_lsb_confdir_itself(tmp_path, capsys, monkeypatch):
+    # volclava's installed tree: lsf.conf, lsf.cluster.<name> and the lsb.* files side by side in etc/.
+    etc = tmp_path / "volclava" / "etc"
+    etc.mkdir(parents=True)
+    (etc / "lsf.conf").write_text("LSF_ENVDIR=%s\nLSF_CONFDIR=%s\nLSB_CONFDIR=%s\nLSF_SERVERDIR=/s\n" % (etc, etc, etc))
+    (etc / "lsf.cluster.volclava").write_text("Begin Host\nHOSTNAME model type server\nhead ! ! 1\nEnd Host\n")
+    (etc / "lsb.queues").write_text("Begin Queue\nQUEUE_NAME = normal\nEnd Queue\n")
+    monkeypatch.setattr(lsf_config_info, "PROFILE_D", str(tmp_path / "none"))
+    layout = run(capsys, envdir=str(etc))["layout"]
+    assert layout["lsb_configdir"] == str(etc) and layout["lsb_applications"] == str(etc / "lsb.applications")
+    # Once LSF's <cluster>/configdir is there, it is the one.
+    (etc / "volclava" / "configdir").mkdir(parents=True)
+    assert run(capsys, envdir=str(etc))["layout"]["lsb_configdir"] == str(etc / "volclava" / "configdir")
+
+
+def test_where_the_lsb_files_are():
+    assert model.batch_configdir("/c/lsbatch", "cl", False, False) == "/c/lsbatch/cl/configdir"
+    assert model.batch_configdir("/c/lsbatch", "cl", True, True) == "/c/lsbatch/cl/configdir"
+    assert model.batch_configdir("/etc", "cl", False, True) == "/etc"
+    assert model.layout("/e", {}, {}, "cl")["lsb_applications"] == "/e/lsbatch/cl/configdir/lsb.applications"
