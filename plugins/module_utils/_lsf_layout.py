@@ -104,6 +104,8 @@ def layout(envdir, conf, profile, cluster, serverdir="", lsb_configdir=""):
         "lsf_shared": posixpath.join(confdir, "lsf.shared"),
         "lsf_cluster": posixpath.join(confdir, "lsf.cluster.%s" % cluster),
         "lsb_configdir": lsb_configdir,
+        # The OpenLava lineage (OpenLava, volclava) keeps the lsb.* files in LSB_CONFDIR itself.
+        "lineage": "openlava" if lsb_configdir.rstrip("/") == lsb_confdir.rstrip("/") else "lsf",
         "lsb_applications": posixpath.join(lsb_configdir, "lsb.applications"),
     }
 

@@ -18,9 +18,10 @@ description:
     directories lsf.conf names (C(LSF_CONFDIR), C(LSB_CONFDIR), C(LSF_SERVERDIR), C(LSF_BINDIR),
     C(LSF_LIVE_CONFDIR)); runs C(profile.lsf) in a shell for what a fresh lsf.conf leaves to it (C(LSF_SERVERDIR),
     C(LSF_BINDIR), C(PATH)); finds the cluster file C(lsf.cluster.<name>) (of several, the one the Cluster
-    section of lsf.shared lists); and finds where the C(lsb.*) files are (C(lsb_configdir) in RV(layout)): LSF's
+    section of lsf.shared lists); and finds where the C(lsb.*) files are (C(lsb_configdir) in RV(layout)) - LSF's
     C(LSB_CONFDIR/<cluster>/configdir), or C(LSB_CONFDIR) itself where it holds C(lsb.params) or C(lsb.queues) and
-    there is no C(<cluster>/configdir), as in the OpenLava lineage (OpenLava, volclava).
+    there is no C(<cluster>/configdir), as in the OpenLava lineage (OpenLava, volclava), where C(lineage) in RV(layout)
+    is then V(openlava), else V(lsf).
   - Fails, saying what to set, when no lsf.conf is found, when the cluster is not clear, when C(LSF_LIVE_CONFDIR)
     holds live (bconf) files that LSF would read instead of the files this collection edits, and, with
     O(require_serverdir), when C(LSF_SERVERDIR) is unknown.
@@ -85,6 +86,7 @@ layout:
     lsf_shared: /usr/share/lsf/conf/lsf.shared
     lsf_cluster: /usr/share/lsf/conf/lsf.cluster.gpucluster
     lsb_configdir: /usr/share/lsf/conf/lsbatch/gpucluster/configdir
+    lineage: lsf
     lsb_applications: /usr/share/lsf/conf/lsbatch/gpucluster/configdir/lsb.applications
 missing_hosts:
   description: The hosts of O(hosts) with no row in the Host section (a range row such as C(gpu[01-16]) covers).

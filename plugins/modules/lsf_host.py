@@ -20,6 +20,12 @@ description:
   - With O(create_missing=true) a host without a row gets one, rendered against the file's own header,
     with C(model)/C(type) C(!), C(server) C(1) and the other columns empty, unless O(model), O(type),
     O(server) are given.
+  - With O(static_values=resource_map), the static values of O(host_resources) go to the C(ResourceMap) section
+    instead, as C(value@[hosts]) instances of C(LOCATION) (C(x86_64_level (4@[gpu01 gpu02] 3@[gpu03]))), the form
+    the OpenLava lineage (OpenLava, volclava) reads - it ignores C(name=value) in C(RESOURCES) - and LSF 10.1 reads
+    too; a C(name=value) item of that name leaves the host's row. Other hosts' instances are kept; a
+    C(ResourceMap) row whose C(LOCATION) is not made of such instances (C([default]), C([all])) is refused with its
+    line; a file without a C(ResourceMap) section gets one after the C(Host) section.
   - Every line the edit does not touch comes back byte-identical; an edited row keeps its spacing.
     A malformed file (a C(Begin) without C(End), a row whose value count does not match the header,
     text outside any section) fails with C(path:line) and is left as it was.
@@ -57,6 +63,15 @@ options:
       - Only with O(state=present). O(create_missing), O(model), O(type) and O(server) apply as with O(hosts).
     type: dict
     version_added: 0.2.0
+  static_values:
+    description:
+      - Where the static values (numbers and words) of O(host_resources) go - V(host_row), C(name=value) in the
+        host's C(RESOURCES) cell; V(resource_map), C(value@[host]) instances in the C(ResourceMap) section (see the
+        description). Boolean items always go to the host's row.
+    type: str
+    choices: [host_row, resource_map]
+    default: host_row
+    version_added: 0.3.0
   state:
     description:
       - C(present) adds the items, C(absent) removes items with these names (in any form).
@@ -106,6 +121,13 @@ EXAMPLES = r"""
       gpu01: {cuda_version: 12020, compute_cap_min: 70, x86_64_level: 3}
       gpu02: {cuda_version: 12020, compute_cap_min: 80, x86_64_level: null}
 
+- name: The same values where the OpenLava lineage reads them (a ResourceMap)
+  hpc.gpu_containers.lsf_host:
+    path: /opt/volclava/etc/lsf.cluster.volclava
+    static_values: resource_map
+    host_resources:
+      gpu01: {docker: true, cuda_version: 12020, x86_64_level: 3}
+      gpu02: {docker: true, cuda_version: 12020, x86_64_level: null}
 - name: Take docker away from every host
   hpc.gpu_containers.lsf_host:
     path: /opt/lsf/conf/lsf.cluster.cluster1
@@ -127,6 +149,13 @@ created_hosts:
   type: list
   elements: str
   sample: [host05]
+changed_resources:
+  description: The resources whose C(ResourceMap) row changed, was added or removed (O(static_values=resource_map)).
+  returned: always
+  type: list
+  elements: str
+  sample: [x86_64_level]
+  version_added: 0.3.0
 backup_file:
   description: Name of the backup file, when one was written.
   returned: changed and O(backup=true)
@@ -142,6 +171,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_cluster_ed
     edit_hosts,
 )
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import LsfSyntaxError
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_resource_map import edit_resource_map
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
 
 
@@ -177,6 +207,30 @@ def host_resource_groups(host_resources):
     return [(hosts, list(present), list(absent)) for (present, absent), hosts in groups.items()]
 
 
+def split_static_values(host_resources):
+    """host_resources for the ResourceMap form: ``(row_host_resources, map_values, map_remove)``.
+
+    A static value goes to ``map_values`` (resource -> host -> value), and its name leaves the host's row; a
+    removal (false, null) leaves both; a Boolean stays on the row.
+    """
+    rows, values, remove = {}, {}, {}
+    for host, wanted in host_resources.items():
+        if not isinstance(wanted, dict):
+            rows[host] = wanted
+            continue
+        rows[host] = {}
+        for name, value in wanted.items():
+            if value is True:
+                rows[host][name] = True
+            elif value is None or value is False:
+                rows[host][name] = None
+                remove.setdefault(name, []).append(host)
+            else:
+                rows[host][name] = None
+                values.setdefault(name, {})[host] = value
+    return rows, values, remove
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -189,6 +243,7 @@ def main():
             model=dict(type="str"),
             type=dict(type="str"),
             server=dict(type="int", choices=[0, 1]),
+            static_values=dict(type="str", default="host_row", choices=["host_row", "resource_map"]),
             **FILE_EDIT_ARGS,
         ),
         required_one_of=[("hosts", "host_resources")],
@@ -200,11 +255,17 @@ def main():
     path = p["path"]
     hosts = p["hosts"] or []
     every = [h.lower() for h in hosts] == ["all"]
+    map_values, map_remove = {}, {}
     try:
+        if p["static_values"] == "resource_map" and p["host_resources"] is None:
+            raise ValueError("static_values=resource_map works with host_resources only")
         if p["host_resources"] is not None:
             if p["state"] != "present":
                 raise ValueError("host_resources works with state=present only (false or null removes a resource)")
-            edits = host_resource_groups(p["host_resources"])
+            host_resources = p["host_resources"]
+            if p["static_values"] == "resource_map":
+                host_resources, map_values, map_remove = split_static_values(host_resources)
+            edits = host_resource_groups(host_resources)
         else:
             edits = [("all" if every else hosts, p["resources"], [])]
         if not every:
@@ -234,6 +295,8 @@ def main():
                     changed += [h for h in step_changed if h not in changed]
                     created += [h for h in step_created if h not in created]
                     warnings += [w for w in step_warnings if w not in warnings]
+            text, outcome["changed_resources"], map_warnings = edit_resource_map(text, map_values, map_remove)
+        warnings += [w for w in map_warnings if w not in warnings]
         outcome["changed_hosts"] = changed
         outcome["created_hosts"] = created
         return text, warnings

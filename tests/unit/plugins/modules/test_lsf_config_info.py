@@ -122,9 +122,11 @@ def test_the_lsb_files_of_the_openlava_lineage_are_in_lsb_confdir_itself(tmp_pat
     monkeypatch.setattr(lsf_config_info, "PROFILE_D", str(tmp_path / "none"))
     layout = run(capsys, envdir=str(etc))["layout"]
     assert layout["lsb_configdir"] == str(etc) and layout["lsb_applications"] == str(etc / "lsb.applications")
+    assert layout["lineage"] == "openlava"
     # Once LSF's <cluster>/configdir is there, it is the one.
     (etc / "volclava" / "configdir").mkdir(parents=True)
-    assert run(capsys, envdir=str(etc))["layout"]["lsb_configdir"] == str(etc / "volclava" / "configdir")
+    layout = run(capsys, envdir=str(etc))["layout"]
+    assert layout["lsb_configdir"] == str(etc / "volclava" / "configdir") and layout["lineage"] == "lsf"
 
 
 def test_where_the_lsb_files_are():

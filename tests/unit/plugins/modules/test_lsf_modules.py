@@ -239,6 +239,9 @@ def test_lsf_host_per_host_resources_in_one_edit(tmp_path, capsys):
     (dict(host_resources={"node1": {"docker": True}}, state="absent"), "state=present only"),
     (dict(host_resources={"node1": {"docker": True}}, hosts=["node1"], resources=["x"]), "mutually exclusive"),
     (dict(hosts=["node1"]), "parameters are required together"),
+    (dict(static_values="resource_map", hosts=["node1"], resources=["docker"]), "works with host_resources only"),
+    (dict(static_values="resource_map", host_resources={"node1": {"level": "a b"}}), "is not a static value"),
+    (dict(static_values="resource_map", host_resources={"node1": {"End": 1}}), "End"),
 ])
 def test_lsf_host_per_host_resources_bad_requests(tmp_path, capsys, args, msg):
     path = sample(tmp_path, "tmetsch__docker_compose_openlava__lsf.cluster.openlava", "lsf.cluster.openlava")
@@ -319,3 +322,49 @@ def test_lsf_conf_defaults_on_published_files_append_and_keep_every_line(tmp_pat
                          defaults={"LSB_GPU_NEW_SYNTAX": "extend", "LSF_GPU_AUTOCONFIG": True})
     assert res["settings"]["LSB_GPU_NEW_SYNTAX"] == "Y"
     assert path.read_text() == original + "LSB_GPU_NEW_SYNTAX=Y\nLSF_GPU_AUTOCONFIG=Y\n"
+
+
+def test_lsf_host_static_values_in_the_resource_map(tmp_path, capsys):
+    """The OpenLava lineage's form: values as value@[hosts] instances, Booleans on the rows, name=value moved off."""
+    path = sample(tmp_path, "tmetsch__docker_compose_openlava__lsf.cluster.openlava", "lsf.cluster.openlava")
+    check_then_run(lsf_host, capsys, path, host_resources={"node1": {"x86_64_level": 2}})
+    assert "x86_64_level=2" in path.read_text()
+    res = check_then_run(lsf_host, capsys, path, static_values="resource_map", host_resources={
+        "node1": {"docker": True, "x86_64_level": 3, "cuda_version": 12020},
+        "node2": {"docker": True, "x86_64_level": 4, "cuda_version": 12020},
+        "node3": {"docker": True, "x86_64_level": 3},
+    })
+    assert res["changed_resources"] == ["x86_64_level", "cuda_version"]
+    text = path.read_text()
+    assert "x86_64_level=" not in text and text.count("(docker)\n") == 3
+    assert "\nx86_64_level  (3@[node1 node3] 4@[node2])\ncuda_version  (12020@[node1 node2])\nEnd ResourceMap\n" in text
+    # node2 loses its level, node3 gets node2's old one; an instance a site wrote for another host stays.
+    path.write_text(text.replace("4@[node2])", "4@[node2] 1@[login01])"))
+    res = check_then_run(lsf_host, capsys, path, static_values="resource_map", host_resources={
+        "node2": {"x86_64_level": None}, "node3": {"x86_64_level": 4}})
+    assert res["changed_resources"] == ["x86_64_level"] and res["changed_hosts"] == []
+    assert "\nx86_64_level  (3@[node1] 4@[node3] 1@[login01])\n" in path.read_text()
+
+
+def test_lsf_host_static_values_next_to_a_sites_own_resource_map_row(tmp_path, capsys):
+    path = sample(tmp_path, "tmetsch__docker_compose_openlava__lsf.cluster.openlava", "lsf.cluster.openlava")
+    path.write_text(path.read_text().replace("End ResourceMap", "scratch  ([default])\nEnd ResourceMap"))
+    before = path.read_bytes()
+    res = run_module(lsf_host, capsys, path=str(path), static_values="resource_map",
+                     host_resources={"node1": {"scratch": 100}})
+    assert res["failed"] and res["msg"].startswith("%s:15: ResourceMap LOCATION ([default]) is not made of" % path)
+    assert path.read_bytes() == before
+    res = check_then_run(lsf_host, capsys, path, static_values="resource_map", host_resources={"node1": {"gpus": 2}})
+    assert "scratch  ([default])\ngpus" in path.read_text()
+
+
+def test_lsf_host_static_values_where_no_resource_map_is(tmp_path, capsys):
+    """Nero09's file has its ResourceMap commented out: a new section goes after the Host section."""
+    path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.cluster.LSFCluster", "lsf.cluster.LSFCluster")
+    before = path.read_text()
+    check_then_run(lsf_host, capsys, path, static_values="resource_map",
+                   host_resources={"ip-172-30-25-222": {"cuda_version": 12020}})
+    after = path.read_text()
+    assert after.replace("\nBegin ResourceMap\nRESOURCENAME  LOCATION\ncuda_version  (12020@[ip-172-30-25-222])\n"
+                         "End ResourceMap\n", "", 1) == before
+    assert after.index("End     Host") < after.index("Begin ResourceMap") < after.index("Begin Parameters")
