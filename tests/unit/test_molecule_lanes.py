@@ -28,6 +28,7 @@ target="$2"
 echo "ran $target" >>"$LANES_RECORD"
 case "$target" in
 ok-*) echo "make: $target took 1s" ;;
+cleanup-*) echo 'fatal: [head]: FAILED! => the reason'; for i in $(seq 40); do echo "removed thing $i"; done; exit 2 ;;
 *) echo "something broke in $target" >&2; exit 2 ;;
 esac
 """)
@@ -64,3 +65,12 @@ def test_a_failed_check_fails_the_run_names_why_and_the_steps_it_kept_from_runni
     assert "make: bad-unit FAILED (exit 2)" in summary
     assert "something broke in bad-unit" in summary
     assert "make: ok-sanity NOT RUN (an earlier step of its lane failed)" in summary.splitlines()
+
+
+def test_a_failed_step_that_cleans_up_after_itself_still_says_why(tmp_path):
+    # make first-cluster removes the demo after a failure: its last lines are the clean-up, not the reason.
+    proc, _record = _run(tmp_path, "make:cleanup-demo")
+    assert proc.returncode == 1
+    summary = proc.stdout[proc.stdout.index("molecule lanes:"):]
+    assert "fatal: [head]: FAILED! => the reason" in summary
+    assert "removed thing 40" in summary
