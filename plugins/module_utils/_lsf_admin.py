@@ -7,8 +7,11 @@
 """LSF's administration commands after a configuration change: what to run, and how to read their output.
 
 Pure Python, no Ansible. IBM documents no exit status for ``lsadmin ckconfig`` / ``badmin ckconfig``; a check
-failed when its status is not 0 or its output says "fatal error" (both checks print "There are fatal errors." on
-an error). ``lshosts -w -R "select[res]"`` prints a header line, then one host per line, the host name first.
+failed when its status is not 0, when its output says "There are fatal errors." (badmin's status is 0 then), or
+when it warns that a line was ignored ("Some configuration parameters may be incorrect", after "No fatal errors
+found."; volclava's lsadmin exits 255 then). ``lshosts -w -R "select[res]"`` prints a header line, then one host per
+line, the host name first. The output of volclava 2.2 (the OpenLava lineage) for each case is recorded in
+tests/fixtures/volclava/.
 """
 
 from __future__ import annotations
@@ -21,13 +24,19 @@ MBD_RESTART = ["badmin", "mbdrestart", "-f"]
 BATCH_RECONFIG = ["badmin", "reconfig", "-f"]
 # sbatchd and RES on every host: they read some lsf.conf keys (LSB_DOCKER_PASS_ENV) only at their start.
 HOST_RESTARTS = (["badmin", "hrestart", "-f", "all"], ["lsadmin", "resrestart", "-f", "all"])
-_FATAL = re.compile(r"fatal error", re.IGNORECASE)
-_NO_HOST = re.compile(r"no (matching )?hosts? (found|match)", re.IGNORECASE)
+# "There are fatal errors." (badmin ckconfig exits 0 then); not "No fatal errors found.".
+_FATAL = re.compile(r"(?<!no )fatal errors?\b", re.IGNORECASE)
+# The warning both lineages print when a line was ignored or replaced by a default ("No fatal errors found." before
+# it): a Docker setting may be lost that way, so it counts as a failure too (volclava's lsadmin exits 255 then).
+_WARNING = re.compile(r"some configuration parameters may be incorrect", re.IGNORECASE)
+# LSF 10.1's and the OpenLava lineage's ways of saying that no host matched the selection.
+_NO_HOST = re.compile(r"no (matching )?hosts? (found|match)|not enough host\(s\) currently eligible", re.IGNORECASE)
 
 
 def check_failed(rc, stdout, stderr):
-    """Whether a ``ckconfig`` run reports an error."""
-    return rc != 0 or bool(_FATAL.search("%s\n%s" % (stdout or "", stderr or "")))
+    """Whether a ``ckconfig`` run reports an error, or a warning that LSF ignored a line."""
+    text = "%s\n%s" % (stdout or "", stderr or "")
+    return rc != 0 or bool(_FATAL.search(text)) or bool(_WARNING.search(text))
 
 
 def check_report(argv, rc, stdout, stderr):

@@ -12,7 +12,8 @@ short_description: Validate an IBM Spectrum LSF cluster's configuration, then re
 version_added: 0.2.0
 description:
   - Runs C(lsadmin ckconfig -v) and C(badmin ckconfig -v) first. When either reports an error (an exit status
-    other than 0, or LSF's "fatal error"), fails with LSF's own output and reloads nothing.
+    other than 0, or LSF's "There are fatal errors.") or warns that it ignored a line ("Some configuration
+    parameters may be incorrect"), fails with LSF's own output and reloads nothing.
   - Then runs only the reloads asked for, in this order - C(lsadmin reconfig -f) (O(lim)), C(badmin mbdrestart -f)
     (O(mbdrestart)), C(badmin reconfig -f) (O(batch), left out when O(mbdrestart) re-reads the batch files anyway).
   - After C(lsadmin reconfig), with O(resource) and O(hosts), asks LSF which hosts have the resource
