@@ -28,14 +28,17 @@ WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
 # scenario alone (the longest); a real Slurm with Docker jobs as a user across two nodes, then the
 # registry's explicit insecure mode and bad inputs under the oldest supported ansible-core (every other
 # scenario runs under the newest, which covers the registry role's tasks; running registry_insecure twice
-# cost CI about 10 minutes); rolling changes on a live LSF cluster (close, drain, restart, verify, reopen),
-# then the rootless runtimes (podman, udocker) on a GPU node of their own. A fourth lane: `make test`'s
-# checks (CHECKS below), then MOLECULE_AFTER (the EL package path on a stand-in userland).
+# cost CI about 10 minutes); the volclava node image, then a real LSF-family cluster (volclava) with rolling
+# changes on it (close, drain a user's job, restart, verify, reopen), then the rootless runtimes (podman,
+# udocker) on a GPU node of their own. A fourth lane: `make test`'s checks (CHECKS below), then
+# MOLECULE_AFTER (the EL package path on a stand-in userland).
+# Not in `make test`: `rolling`, the same rolling changes on LSF stubs with LSF 10.1's application profile
+# (the verification job through `bsub -app` after the reopen); MOLECULE_LANES=rolling runs it.
 # Every scenario has its own nodes, network and volumes. One scenario: MOLECULE_LANES=slurm; one
 # lane of two: MOLECULE_LANES='"default slurm"'; the EL scenario: MOLECULE_LANES='"make:el-image el"'.
 # Each lane's output: molecule-lane-<n>.log.
 # <scenario>@oldest runs a scenario under the oldest supported ansible-core (.venv/oldest).
-MOLECULE_LANES ?= "default" "slurm registry_insecure@oldest" "rolling rootless"
+MOLECULE_LANES ?= "default" "slurm registry_insecure@oldest" "make:volclava-image volclava rootless"
 
 # $(call timed,<label>,<command>): run a command and report its wall time.
 define timed
@@ -107,7 +110,7 @@ el-image: image ## Build the EL stand-in node image and the site mirrors it inst
 slurm-image: ## Build the Slurm test bed's node and MPI job images from Debian packages (tools/slurm-image.sh)
 	@$(call timed,slurm-image,tools/slurm-image.sh)
 
-# Not yet run by a scenario: the image of the LSF-family nodes to come (molecule/resources/volclava/README.md).
+# The volclava scenario's node image (molecule/resources/volclava/README.md); its lane builds it first.
 volclava-image: ## Build the LSF-family node image: volclava from molecule/resources/volclava (tools/volclava-image.sh)
 	@$(call timed,volclava-image,tools/volclava-image.sh)
 

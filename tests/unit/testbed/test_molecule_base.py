@@ -4,6 +4,7 @@
 molecule.yml over it, so a scenario says only what makes it different, and every node container is started by
 the shared create from one options file (molecule/README.md, "One base config, one create")."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,22 @@ def _repeats(scenario, base, path=()):
 
 
 def test_every_scenario_is_found():
-    assert {"default", "el", "ppc64le", "registry_insecure", "rolling", "rootless", "slurm"} <= set(SCENARIOS)
+    assert {"default", "el", "ppc64le", "registry_insecure", "rolling", "rootless", "slurm", "volclava"} <= set(SCENARIOS)
+
+
+# Run on demand only (molecule/README.md): the volclava scenario runs its rolling steps on a real scheduler.
+ON_DEMAND = {"rolling"}
+
+
+def test_every_other_scenario_runs_in_ci():
+    """make test's lanes (MOLECULE_LANES, then MOLECULE_AFTER) and .ci/run's make ppc64le run every scenario."""
+    makefile = (ROOT / "Makefile").read_text()
+    lanes = re.search(r"^MOLECULE_LANES \?= (.*)$", makefile, re.M).group(1)
+    after = re.search(r"^MOLECULE_AFTER \?= .*,(make:\S+ \S+)\)$", makefile, re.M).group(1)
+    steps = {word.split("@")[0] for word in (lanes.replace('"', " ") + " " + after).split()
+             if not word.startswith("make:")}
+    assert "make ppc64le" in (ROOT / ".ci" / "run").read_text()
+    assert steps | {"ppc64le"} == set(SCENARIOS) - ON_DEMAND
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The LSF models read a real scheduler's output: volclava 2.2 (the OpenLava lineage), recorded from a node of
 tools/volclava-image.sh (tests/fixtures/volclava/README.md): ckconfig clean and with a line ignored, lshosts -R with
-and without a match, bhosts -l open, running a job and closed by an operator, bjobs with and without jobs."""
+and without a match, bhosts -l open, running a job, closed by an operator and closed by the collection during a
+drain (the volclava scenario's side effect), bjobs with and without jobs."""
 
 import json
 from pathlib import Path
@@ -68,3 +69,21 @@ def test_bjobs():
     assert hs.started_jobs_on(jobs, "head") == jobs and hs.started_jobs_on(jobs, "gpu01") == []
     rc, out, err = output("bjobs-none")
     assert rc == 254 and out == "" and hs.no_jobs_message(err) and hs.parse_bjobs(out) == []
+
+
+def test_bhosts_long_closed_by_the_collection_during_a_drain():
+    # Recorded by the volclava scenario's watcher while the collection drained gpu01: its ResourceMap values
+    # (x86_64_level, nvidia_driver, ...) print as extra load blocks between the load and threshold tables.
+    closed = hs.parse_bhosts_long(output("bhosts-l-closed-by-collection")[1])["gpu01"]
+    assert closed["status"] == "closed_Adm" and closed["njobs"] == 1 and closed["run"] == 1
+    assert closed["comment"] == "hpc.gpu_containers: restart of dockerd for daemon.json log-opts.max-file"
+    assert hs.is_owned(closed["comment"], hs.OWNER)
+    assert hs.decide("drained", closed["status"], closed["comment"])[0] is None
+    assert hs.decide("open", closed["status"], closed["comment"])[0] == "hopen"
+
+
+def test_bjobs_a_user_name_wider_than_its_column():
+    jobs = hs.parse_bjobs(output("bjobs-running-gpu01")[1])
+    assert jobs == [{"job": 1, "user": "testbed-user", "stat": "RUN", "queue": "normal", "from_host": "head",
+                     "exec_hosts": ["gpu01"], "job_name": "rolling-job"}]
+    assert hs.started_jobs_on(jobs, "gpu01") == jobs
