@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _lsf_host_state as hs
 from ansible_collections.hpc.gpu_containers.plugins.modules import lsf_host_state
 
 from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module, warning_texts
@@ -225,3 +226,57 @@ def test_a_job_waits_for_dispatch_while_its_host_is_closed(cluster, capsys):
     assert cluster.job(job)["stat"] == "PEND"
     run(cluster, capsys, state="open", reason="verified")
     cluster.wait_for(job, "DONE")
+
+
+# --- the stubs against a real scheduler of LSF's lineage ------------------------------------------------------------
+# What volclava 2.2 printed for the same commands (tests/fixtures/volclava/, recorded on the test bed). The stubs
+# must print what the collection reads in the same layout; where they differ on purpose, the test says why.
+
+VOLCLAVA = ROOT / "tests" / "fixtures" / "volclava"
+
+
+def volclava(name):
+    return json.loads((VOLCLAVA / ("%s.json" % name)).read_text())
+
+
+def test_the_stubs_bhosts_long_has_volclavas_layout(cluster, capsys):
+    job = cluster.submit("sleep", "30")
+    cluster.wait_for(job, "RUN")
+    run(cluster, capsys, state="closed", reason="restart of dockerd for daemon.json log-opts.max-file")
+    stub = cluster.lsf("bhosts", "-l", HOST)
+    real = volclava("bhosts-l-closed-by-collection")
+    assert stub.returncode == real["rc"] == 0
+    stub_lines, real_lines = stub.stdout.splitlines(), real["stdout"].splitlines()
+    # HOST line, STATUS header (byte for byte), then the status row with the same columns
+    assert stub_lines[0].split()[0] == real_lines[0].split()[0] == "HOST"
+    assert stub_lines[1] == real_lines[1]
+    assert len(stub_lines[2].split()) == len(real_lines[2].split()) == 10
+    stub_state = hs.parse_bhosts_long(stub.stdout)[HOST]
+    real_state = hs.parse_bhosts_long(real["stdout"])["gpu01"]
+    assert set(stub_state) == set(real_state)
+    for state in (stub_state, real_state):
+        assert state["status"] == "closed_Adm" and state["njobs"] == state["run"] == 1
+        assert state["comment"] == "hpc.gpu_containers: restart of dockerd for daemon.json log-opts.max-file"
+    # On purpose: LSF 10.1 quotes the comment (ADMIN ACTION COMMENT: "..."), volclava does not; the stub is LSF 10.1's.
+    assert '"hpc.gpu_containers:' in stub.stdout and '"hpc.gpu_containers:' not in real["stdout"]
+    cluster.kill(job)
+
+
+def test_the_stubs_bjobs_has_volclavas_layout(cluster):
+    job = cluster.submit("sleep", "3")
+    cluster.wait_for(job, "RUN")
+    stub = cluster.lsf("bjobs", "-u", "all", "-w", "-m", HOST)
+    real = volclava("bjobs-running-gpu01")
+    assert stub.returncode == real["rc"] == 0
+    assert stub.stdout.splitlines()[0] == real["stdout"].splitlines()[0]
+    stub_jobs, real_jobs = hs.parse_bjobs(stub.stdout), hs.parse_bjobs(real["stdout"])
+    assert [set(j) for j in stub_jobs] == [set(j) for j in real_jobs]
+    assert stub_jobs[0]["stat"] == real_jobs[0]["stat"] == "RUN" and stub_jobs[0]["exec_hosts"] == [HOST]
+    cluster.wait_for(job, "DONE")
+    # No job: the same words on stderr, nothing on stdout; the exit codes differ (stub 255, volclava 254), and
+    # the collection reads the words, not the code.
+    none = cluster.lsf("bjobs", "-u", "all", "-w", "-m", HOST)
+    real_none = volclava("bjobs-none")
+    assert none.stdout == real_none["stdout"] == ""
+    assert none.stderr.strip() == real_none["stderr"].strip() == "No unfinished job found"
+    assert none.returncode != 0 and real_none["rc"] != 0 and hs.no_jobs_message(none.stderr)

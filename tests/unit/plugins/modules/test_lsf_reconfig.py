@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from ansible_collections.hpc.gpu_containers.plugins.module_utils import _lsf_admin as admin
 from ansible_collections.hpc.gpu_containers.plugins.modules import lsf_reconfig
 from ansible_collections.hpc.gpu_containers.tests.unit.plugins.modules.module_runner import run_module
 
@@ -127,3 +129,27 @@ def test_a_failed_host_restart_fails_the_task_by_command(lsf, capsys):
     res = run(lsf, capsys, hosts_restart=True)
     assert res["failed"] is True and res["msg"].startswith("badmin hrestart -f all failed (rc=")
     assert calls(lsf)[-1] == "badmin hrestart -f all"
+
+
+def test_the_stubs_lshosts_has_volclavas_columns(lsf):
+    """The stub's `lshosts -w -R` against volclava 2.2's (tests/fixtures/volclava/): the same columns; with no
+    host matching, the stub prints its header and exits 0 where volclava says "Not enough host(s) currently
+    eligible" and exits 255. The collection reads both as "no host"."""
+    env = dict(os.environ, LSF_ENVDIR=str(lsf / "conf"))
+
+    def stub(resource):
+        proc = subprocess.run([str(lsf / "bin" / "lshosts")] + admin.lshosts_argv(resource)[1:], env=env,
+                              capture_output=True, text=True, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def real(name):
+        record = json.loads((ROOT / "tests" / "fixtures" / "volclava" / ("%s.json" % name)).read_text())
+        return record["rc"], record["stdout"], record["stderr"]
+
+    match, real_match = stub("docker"), real("lshosts-select-match")
+    assert match[1].splitlines()[0].split() == real_match[1].splitlines()[0].split()
+    assert len(match[1].splitlines()[1].split()) == len(real_match[1].splitlines()[1].split()) == 9
+    assert admin.listed_hosts(*match) == [HOST] and admin.listed_hosts(*real_match) == ["head"]
+    none, real_none = stub("docker && ncpus>100000"), real("lshosts-select-none")
+    assert none[0] == 0 and real_none[0] == 255
+    assert admin.listed_hosts(*none) == [] == admin.listed_hosts(*real_none)
