@@ -108,7 +108,7 @@ def edit_resource_map(text, values, remove=None):
         hosts = doc.find("host")
         if not hosts:
             raise LsfSyntaxError("no Host section, after which a ResourceMap section would go", None)
-        doc.insert_lines(hosts[0].end.end, doc._nl([""] + EMPTY_SECTION))
+        doc.insert_lines(hosts[0].end.end, doc.with_eol([""] + EMPTY_SECTION))
         doc = parse_document(doc.render(), shapes=CLUSTER_SHAPES, default_shape="auto")
         sections = [s for s in doc.find("resourcemap") if s.header is not None]
     section = sections[0]

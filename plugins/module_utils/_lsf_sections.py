@@ -324,7 +324,8 @@ class Document:
         return found[0] if found else None
 
     # -- queued edits --------------------------------------------------
-    def _nl(self, texts):
+    def with_eol(self, texts):
+        """``texts`` as complete lines, each ended the way the file ends its lines."""
         return [t + self.eol for t in texts]
 
     def replace_lines(self, start, end, new_lines):
@@ -375,7 +376,7 @@ class Document:
         """Queue a new row after the section's last row (or its header)."""
         _check_cells(section, raw_tokens)
         text = section.render_row(raw_tokens, self.lines)
-        self.insert_lines(section.insert_index, self._nl([text]))
+        self.insert_lines(section.insert_index, self.with_eol([text]))
 
     def delete_row(self, row):
         self.delete_lines(row.line.start, row.line.end)
@@ -409,7 +410,7 @@ class Document:
             text = last.indent + key + before + after + value
         else:
             text = key + " = " + value
-        self.insert_lines(section.insert_index, self._nl([text]))
+        self.insert_lines(section.insert_index, self.with_eol([text]))
         return True
 
 

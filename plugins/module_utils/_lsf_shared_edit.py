@@ -178,9 +178,9 @@ def edit_resource(text, name, state="present", **spec):
         body = align_rows([columns, raw_row])
         block = ["Begin Resource"] + body + ["End Resource"]
         if sections:  # an empty Resource section: fill it
-            doc.replace_lines(sections[0].begin.start, sections[0].end.end, doc._nl(block))
+            doc.replace_lines(sections[0].begin.start, sections[0].end.end, doc.with_eol(block))
         else:
-            lines = doc._nl(block)
+            lines = doc.with_eol(block)
             if doc.lines and doc.lines[-1].strip():
                 lines.insert(0, doc.eol)
             doc.insert_lines(len(doc.lines), lines)
