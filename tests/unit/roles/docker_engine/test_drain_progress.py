@@ -87,7 +87,7 @@ def test_each_poll_prints_the_host_the_jobs_left_and_the_time_waited(cluster, tm
 
 
 def test_without_the_callback_no_progress_line(cluster, tmp_path):  # noqa: F811
-    job, ender = job_until_polled(cluster, tmp_path)
+    _job, ender = job_until_polled(cluster, tmp_path)
     proc = run_playbook(tmp_path, drain_play(cluster, 120))
     ender.join()
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
