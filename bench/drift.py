@@ -227,24 +227,27 @@ class Cluster:
         if run(["docker", "network", "inspect", self.network], check=False,
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode:
             run(["docker", "network", "create", self.network], stdout=subprocess.DEVNULL)
-        caps = [arg for cap in CAPABILITIES for arg in ("--cap-add", cap)]
         for node in self.nodes:
-            name = self.container(node)
-            # Options as molecule/default/molecule.yml (molecule/README.md).
-            run(["docker", "run", "-d", "--name", name, "--hostname", node,
-                 "--network", self.network, "--network-alias", node, *caps,
-                 "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
-                 "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
-                 "-v", "/var/lib/docker", "-v", "%s:/usr/share/lsf" % self.lsf_volume,
-                 "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
-                 "--stop-signal", "SIGRTMIN+3", "--label", "hpc.gpu_containers.bench=drift",
-                 self.image, "/lib/systemd/systemd"], stdout=subprocess.DEVNULL)
+            self.start(node)
         self.write_inventory()
 
-    def wait_booted(self):
+    def start(self, node, image=None):
+        """One node container from ``image`` (default: the cluster's), on the cluster's network under its name."""
+        caps = [arg for cap in CAPABILITIES for arg in ("--cap-add", cap)]
+        # Options as molecule/default/molecule.yml (molecule/README.md).
+        run(["docker", "run", "-d", "--name", self.container(node), "--hostname", node,
+             "--network", self.network, "--network-alias", node, *caps,
+             "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+             "--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+             "-v", "/var/lib/docker", "-v", "%s:/usr/share/lsf" % self.lsf_volume,
+             "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
+             "--stop-signal", "SIGRTMIN+3", "--label", "hpc.gpu_containers.bench=drift",
+             image or self.image, "/lib/systemd/systemd"], stdout=subprocess.DEVNULL)
+
+    def wait_booted(self, timeout=300):
         """Wait for systemd in every node: a module unpacked in /tmp while
         systemd-tmpfiles still runs at boot can lose its files."""
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + timeout
         for node in self.nodes:
             # Under load systemd may not even have started when docker run returns.
             while True:
@@ -392,8 +395,9 @@ def ssh_key():
     return key
 
 
-def playbook(env, inventory, name, args, label):
-    """Run ansible-playbook; return wall seconds, rc, per-task records, recap."""
+def playbook(env, inventory, name, args, label, prefix=()):
+    """Run ansible-playbook (behind the ``prefix`` command, if any); return wall seconds, rc, per-task records,
+    recap."""
     logs = STATE / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     timing = logs / ("%s.timing.json" % label)
@@ -402,7 +406,8 @@ def playbook(env, inventory, name, args, label):
     run_env = dict(env, BENCH_TIMING_JSON=str(timing), HPC_DRIFT_REPORT_DIR=str(report))
     run_env["ANSIBLE_CALLBACKS_ENABLED"] = "bench_timing" + (
         ",hpc.gpu_containers.drift_report" if "drift" in name else "")
-    argv = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), *args, str(ROOT / name)]
+    argv = [*prefix, str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), *args,
+            str(ROOT / name)]
     # (ROOT / name is name itself when name is an absolute path)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.monotonic()
