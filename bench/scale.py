@@ -53,8 +53,10 @@ STATE = ROOT / ".cache" / "bench-scale"
 SEED_IMAGE = "localhost/hpc-gpu-node-scale:seed"
 RECORD = "/var/lib/hpc-gpu-containers/drift-fingerprint.json"
 # inotify instances one converged node container holds (systemd and its services, dockerd): 16 on the machine with
-# 2 node containers, 248 with 31. The kernel's default limit, 128, stops systemd in about the 15th.
+# 2 node containers, 248 with 31. At the kernel's default limit, 128, gpu18's systemd (the 19th node) did not start.
 INOTIFY_PER_NODE = 8
+# Beside the nodes: the engine's and the controller's own (0 measured with 2 nodes; kept for what else runs).
+INOTIFY_HEADROOM = 16
 
 # The controller's peak memory: the largest process among ansible-playbook and its forks, the main process.
 PEAK_RSS = '''
@@ -122,22 +124,34 @@ class Site(drift.Cluster):
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def counted(result):
+    """A drift.playbook result as the raw figures keep it: its task records replaced by their counts."""
+    records = result.pop("records")
+    result["results"] = len(records)
+    result["execs"] = sum(drift.module_runs(rec) for rec in records)
+    return result
+
+
 def measured(env, site, name, args, label):
-    """drift.playbook with the controller's peak memory (KiB) added."""
+    """drift.playbook, counted, with the controller's peak memory (KiB) added."""
     wrapper = STATE / "peak_rss.py"
     wrapper.write_text(PEAK_RSS)
     rss = STATE / ("%s.rss" % label)
     result = drift.playbook(env, site.inventory, name, args, label,
                             prefix=(sys.executable, str(wrapper), str(rss)))
     result["rss_kib"] = int(rss.read_text()) if rss.exists() else 0
-    result["results"] = len(result["records"])
-    result["execs"] = sum(drift.module_runs(rec) for rec in result["records"])
-    records = result.pop("records")
-    result["per_host"] = {host: list(value) for host, value in drift.per_host(records).items()}
+    return counted(result)
+
+
+def must(env, site, name, args, label):
+    """drift.playbook for a step the measurement needs: its failure ends the benchmark, naming its log."""
+    result = drift.playbook(env, site.inventory, name, args, label)
+    if result["rc"]:
+        raise SystemExit("%s (%s) failed: see %s" % (name, " ".join(args) or "no options", result["log"]))
     return result
 
 
-def seed(env, site, forks, baseline):
+def seed(env, site, baseline):
     site.down()
     log("seed: %s" % ", ".join(site.container(n) for n in site.nodes))
     site.up()
@@ -148,16 +162,14 @@ def seed(env, site, forks, baseline):
         steps.append(("bench/baseline/site.yml", ["--diff"], "seed-baseline"))
     steps.append(("playbooks/site.yml", ["--diff"], "seed-converge"))
     for name, args, label in steps:
-        result = drift.playbook(env, site.inventory, name, args, label)
-        if result["rc"]:
-            raise SystemExit("%s failed: see %s" % (name, result["log"]))
+        must(env, site, name, args, label)
     record = json.loads(site.exec_out("gpu01", "cat", RECORD) or "{}")
     if not record.get("items"):
         raise SystemExit("the seed's converge left no drift record on gpu01 (%s)" % RECORD)
     drift.run(["docker", "commit", site.container("gpu01"), SEED_IMAGE], stdout=subprocess.DEVNULL)
     items = STATE / "items.json"
     items.write_text(json.dumps({"bench_scale_items": record["items"]}))
-    return {"forks": forks, "items": len(record["items"]), "items_file": str(items)}
+    return {"items": len(record["items"]), "items_file": str(items)}
 
 
 def settle(env, site, size, items_file, baseline):
@@ -167,19 +179,11 @@ def settle(env, site, size, items_file, baseline):
     site.wait_booted(timeout=300 + 10 * len(site.nodes))
     boot = time.monotonic() - began
     if baseline:
-        base = drift.playbook(env, site.inventory, "bench/baseline/site.yml", ["--diff", "--limit", "head"],
-                              "head-baseline-%d" % size)
-        if base["rc"]:
-            raise SystemExit("the baseline's converge of head at N=%d failed: see %s" % (size, base["log"]))
-    head = drift.playbook(env, site.inventory, "playbooks/site.yml", ["--diff", "--limit", "head"],
-                          "head-%d" % size)
-    if head["rc"]:
-        raise SystemExit("site.yml --limit head at N=%d failed: see %s" % (size, head["log"]))
+        must(env, site, "bench/baseline/site.yml", ["--diff", "--limit", "head"], "head-baseline-%d" % size)
+    head = must(env, site, "playbooks/site.yml", ["--diff", "--limit", "head"], "head-%d" % size)
     path = STATE / "record.yml"
     path.write_text(RECORD_PLAYBOOK)
-    recorded = drift.playbook(env, site.inventory, str(path), ["-e", "@" + items_file], "record-%d" % size)
-    if recorded["rc"]:
-        raise SystemExit("recording at N=%d failed: see %s" % (size, recorded["log"]))
+    recorded = must(env, site, str(path), ["-e", "@" + items_file], "record-%d" % size)
     return {"boot": boot, "head": head["wall"], "record": recorded["wall"]}
 
 
@@ -219,11 +223,11 @@ def main(argv=None):
         log("SKIPPED: no Docker engine answers (docker info failed)")
         return 0
     limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
-    if limit < INOTIFY_PER_NODE * (sizes[-1] + 1) + 128:
+    needed = INOTIFY_PER_NODE * (sizes[-1] + 1)
+    if limit < needed + INOTIFY_HEADROOM:
         parser.error("%d node containers need about %d inotify instances (their systemd and engines), "
                      "fs.inotify.max_user_instances is %d: raise it (sysctl -w fs.inotify.max_user_instances=%d) "
-                     "or measure fewer nodes" % (sizes[-1] + 1, INOTIFY_PER_NODE * (sizes[-1] + 1), limit,
-                                                 INOTIFY_PER_NODE * (sizes[-1] + 1) + 128))
+                     "or measure fewer nodes" % (sizes[-1] + 1, needed, limit, needed + INOTIFY_HEADROOM))
     drift.STATE = STATE  # the shared helpers keep their logs and reports under this benchmark's state
     STATE.mkdir(parents=True, exist_ok=True)
     env = drift.ansible_env(opts.forks)
@@ -233,7 +237,7 @@ def main(argv=None):
            "sizes": {}, "largest": {}}
     site = Site(opts.image)
     try:
-        raw["seed"] = seed(env, site, opts.forks, not opts.no_baseline)
+        raw["seed"] = seed(env, site, not opts.no_baseline)
         for size in sizes:
             log("N=%d: starting %d copies" % (size, len(site.grow(size))))
             entry = {"settle": settle(env, site, size, raw["seed"]["items_file"], not opts.no_baseline), "runs": []}
@@ -245,11 +249,8 @@ def main(argv=None):
             write_raw(raw)
         largest = raw["largest"]
         tampered = drift.tamper(env, site, [])
-        largest["tamper"] = {key: tampered[key] for key in ("node", "path", "how")}
-        for key in ("drifted", "restored"):
-            run = tampered[key]
-            largest["tamper"][key] = {"wall": run["wall"], "cpu": run["cpu"], "rc": run["rc"],
-                                      "fast_path": run["fast_path"], "results": len(run["records"])}
+        largest["tamper"] = {key: counted(value) if key in ("drifted", "restored") else value
+                             for key, value in tampered.items()}
         largest["rerun"] = measured(env, site, "playbooks/site.yml", ["--diff"], "rerun-%d" % sizes[-1])
         if opts.profile:
             largest["profile"] = profile(env, site, sizes[-1])
@@ -283,7 +284,7 @@ def profile(env, site, size, top=15):
     # The strategy's main thread sleeps while it waits for the forks' results; the rest is its work.
     waiting = sum(own for (_path, _line, func), (_cc, _calls, own, _cum, _callers) in stats.stats.items()
                   if func == "<built-in method time.sleep>")
-    return {"wall": result["wall"], "rc": result["rc"], "main_cpu": total, "waiting": waiting,
+    return {"wall": result["wall"], "rc": result["rc"], "main_wall": total, "waiting": waiting,
             "results": len(result["records"]), "top": rows}
 
 
@@ -394,12 +395,12 @@ def render(raw):
         if prof:
             lines += ["", "### The main process under cProfile (one drift check at %d GPU nodes)" % size, "",
                       "Wall %.1f s with the profiler, exit %d; the main process's profiled time %.1f s (its clock, profiler included); the functions with "
-                      "the most own time:" % (prof["wall"], prof["rc"], prof["main_cpu"]), "",
+                      "the most own time:" % (prof["wall"], prof["rc"], prof["main_wall"]), "",
                       "| function | calls | own | cumulative |", "|---|---:|---:|---:|"]
             lines += ["| `%s` | %d | %.2f s | %.2f s |" % (row["function"], row["calls"], row["own"], row["cumulative"])
                       for row in prof["top"]]
             if prof.get("results"):
-                busy = prof["main_cpu"] - prof.get("waiting", 0.0)
+                busy = prof["main_wall"] - prof.get("waiting", 0.0)
                 lines += ["", "The main thread's time less its waits for the forks (`time.sleep`): %.1f s for "
                           "%d task results, **%.1f ms per task result**. The profiler's clock is wall time, and here "
                           "the main thread shares %d cores with %d forks and the nodes: an upper bound of its own "
