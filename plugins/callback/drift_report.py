@@ -270,7 +270,8 @@ def render_markdown(report):
     if checked:
         lines.append("")
         lines.append("Checked in full although their fingerprint matched: %s (the LSF master, whose files describe "
-                     "the other nodes, gets the full check when any node does)." % ", ".join(checked))
+                     "the other nodes, gets the full check when any node's record, inputs or facts differ)."
+                     % ", ".join(checked))
     for host in sorted(report["hosts"]):
         entry = report["hosts"][host]
         if not entry["changed"] and not entry["failed"]:

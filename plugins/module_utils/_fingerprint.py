@@ -281,6 +281,19 @@ def unlisted_members(items):
     return out
 
 
+# What the roles read about a node rather than what they manage on it: a difference in one of these can change
+# what a role writes on another host (the LSF master's files describe every node's GPUs and platform, from its
+# facts and its variables). Any other difference is in what the node's own roles manage there, which they put
+# back from the same inputs.
+READ_KEYS = ("no record", "inputs", "node", "gpus")
+
+
+def inputs_match(found):
+    """Whether :func:`differences` ``found`` leaves the record, the inputs and the node's facts as recorded (the
+    node may still differ in what its roles manage on it)."""
+    return not any(key in READ_KEYS for key in found)
+
+
 def differences(record, inputs, state, unlisted=None):
     """What differs between ``record`` and the node now: a sorted list of keys (``inputs``, ``path:/etc/...``),
     ``["no record"]`` when there is none; then ``members:<group> (not named by the inventory: <names>)`` for each

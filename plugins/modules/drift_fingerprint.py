@@ -103,6 +103,16 @@ clean:
   returned: always
   type: bool
   sample: false
+inputs_clean:
+  description:
+    - The record exists, and the inputs and the node's facts (O(items) C(node) and C(gpus)) match it - whatever
+      else differs is what the roles manage on the node, which they put back from the same inputs. C(site.yml)
+      leaves the LSF master out when every other node of the run has this (its LSF files describe the nodes from
+      their facts and variables).
+  returned: always
+  type: bool
+  sample: true
+  version_added: 0.3.0
 differences:
   description:
     - What differs from the record (item keys, V(inputs), or V(no record)); with O(state=record), from the record
@@ -219,7 +229,8 @@ def main():
                 os.unlink(path)
             except OSError as err:
                 module.fail_json(msg="cannot delete the drift record %s: %s" % (path, err))
-        module.exit_json(changed=False, clean=not found, differences=found, compared=len(state), forgotten=forgotten)
+        module.exit_json(changed=False, clean=not found, inputs_clean=_fingerprint.inputs_match(found),
+                         differences=found, compared=len(state), forgotten=forgotten)
 
     try:
         items = _fingerprint.canonical_items(module.params["items"])
@@ -230,7 +241,8 @@ def main():
     text = _fingerprint.record_text(items, inputs, state)
     result = run_edit(module, path, lambda _before: text, create=True, new_mode=0o600, parent_mode=0o755)
     result.pop("diff", None)  # digests: nothing a reader could use
-    module.exit_json(clean=not found, differences=found, compared=len(state), forgotten=False, **result)
+    module.exit_json(clean=not found, inputs_clean=_fingerprint.inputs_match(found), differences=found,
+                     compared=len(state), forgotten=False, **result)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,8 @@ def test_record_then_check_is_clean_and_a_second_record_changes_nothing(node, ca
     assert "diff" not in first
     assert not run(capsys, path=record, state="record", inputs="in-1", items=items)["changed"]
     check = run(capsys, path=record, inputs="in-1")
-    assert check == {"changed": False, "clean": True, "differences": [], "compared": 3, "forgotten": False}
+    assert check == {"changed": False, "clean": True, "inputs_clean": True, "differences": [], "compared": 3,
+                     "forgotten": False}
 
 
 def test_each_change_is_named_and_the_check_changes_nothing(node, capsys, monkeypatch):
@@ -56,14 +57,34 @@ def test_each_change_is_named_and_the_check_changes_nothing(node, capsys, monkey
     monkeypatch.setattr(drift_fingerprint, "_gpu_facts", lambda: {"present": True, "gpus": [{"uuid": "GPU-2"}]})
     check = run(capsys, path=record, inputs="in-2")
     assert not check["clean"] and check["differences"] == ["inputs", "gpus", "path:%s" % (node / "docker")]
+    assert not check["inputs_clean"]
     assert open(record, encoding="utf-8").read() == saved
+
+
+def test_a_node_that_differs_only_in_what_its_roles_manage_keeps_its_inputs_clean(node, capsys, monkeypatch):
+    """The LSF master is left out of a run whose nodes all say inputs_clean: it must be false for anything the
+    master reads about a node (its facts, its variables) and true only for what the node's roles manage."""
+    record = str(node / "fingerprint.json")
+    run(capsys, path=record, state="record", inputs="in-1",
+        items={"paths": [str(node / "docker")], "gpus": True, "node": True})
+    (node / "docker" / "daemon.json").write_text("{}\n")
+    check = run(capsys, path=record, inputs="in-1")
+    assert check["differences"] == ["path:%s" % (node / "docker")] and not check["clean"] and check["inputs_clean"]
+    assert not run(capsys, path=record, inputs="in-2")["inputs_clean"]
+    monkeypatch.setattr(drift_fingerprint, "_gpu_facts", lambda: {"present": True, "gpus": [{"uuid": "GPU-2"}]})
+    check = run(capsys, path=record, inputs="in-1")
+    assert "gpus" in check["differences"] and not check["inputs_clean"]
+    monkeypatch.setattr(drift_fingerprint, "_gpu_facts", lambda: {"present": True, "gpus": [{"uuid": "GPU-1"}]})
+    monkeypatch.setattr(drift_fingerprint._fingerprint.platform, "node", lambda: "another-name")
+    check = run(capsys, path=record, inputs="in-1")
+    assert "node" in check["differences"] and not check["inputs_clean"]
 
 
 def test_check_mode_records_nothing_and_no_record_is_never_clean(node, capsys):
     record = node / "fingerprint.json"
     result = run(capsys, check=True, path=str(record), state="record", inputs="x", items={"node": True})
     assert result["changed"] and not record.exists()
-    assert run(capsys, path=str(record), inputs="x") == {"changed": False, "clean": False,
+    assert run(capsys, path=str(record), inputs="x") == {"changed": False, "clean": False, "inputs_clean": False,
                                                          "differences": ["no record"], "compared": 0,
                                                          "forgotten": False}
     record.write_text("{broken")
