@@ -102,7 +102,6 @@ options:
         key: drift_exit_code
 """
 
-import datetime
 import difflib
 import hashlib
 import json
@@ -118,8 +117,10 @@ from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _junit_xml, _prom_textfile
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._drift_report import (
+    CENSORED_NOTE, assemble, render_markdown)
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._report_outputs import (
-    DRIFT_SCHEMA_VERSION, drift_cases, drift_families)
+    drift_cases, drift_families)
 
 # Forked task workers inherit the environment: the drift gate play reads the
 # report through this variable, wherever report_dir points.
@@ -129,7 +130,6 @@ JUNIT_FILE = "drift.junit.xml"
 PROM_FILE = "hpc_gpu_containers_drift.prom"
 REPORT_FILE_MODE = 0o640
 REPORT_DIR_MODE = 0o750
-CENSORED_NOTE = "output hidden by no_log"
 
 # A PEM private key block, also one cut off before its END line (a truncated diff side).
 _PEM_PRIVATE_KEY = re.compile(
@@ -234,80 +234,6 @@ def _censored(task, result):
             or _truthy(getattr(task, "no_log", None)))
 
 
-def _clean_by_fast_path(entry):
-    fast = entry.get("fast_path") or {}
-    return bool(fast.get("clean")) and not fast.get("full_check")
-
-
-def render_markdown(report):
-    """The human summary: one section per host with drift, diffs in fenced blocks."""
-    lines = ["# Drift report", ""]
-    summary = report["summary"]
-    lines.append("Generated %s from `%s`%s." % (
-        report["generated"], report["playbook"] or "?", " in check mode" if report["check_mode"] else ""))
-    lines.append("")
-    lines.append("| hosts checked | hosts with drift | changes | failed tasks | unreachable |")
-    lines.append("|---|---|---|---|---|")
-    lines.append("| %d | %d | %d | %d | %d |" % (
-        summary["hosts_checked"], summary["hosts_with_drift"], summary["changes"],
-        summary["failed_tasks"], summary["unreachable_hosts"]))
-    lines.append("")
-    if not summary["changes"] and not summary["failed_tasks"] and not summary["unreachable_hosts"]:
-        lines.append("No drift: every checked host matches the configuration.")
-    clean = sorted(host for host, entry in report["hosts"].items() if _clean_by_fast_path(entry))
-    if clean:
-        lines.append("")
-        lines.append("Fast path: %s matched the fingerprint of the last full converge and got no further check."
-                     % ", ".join(clean))
-    differed = sorted(host for host, entry in report["hosts"].items()
-                      if (entry.get("fast_path") or {}).get("differences") and not entry["changed"])
-    if differed:
-        lines.append("")
-        lines.append("Checked in full because their fingerprint differed, no drift found: %s." % "; ".join(
-            "%s (%s)" % (host, ", ".join(report["hosts"][host]["fast_path"]["differences"])) for host in differed))
-    checked = sorted(host for host, entry in report["hosts"].items()
-                     if (entry.get("fast_path") or {}).get("clean") and not _clean_by_fast_path(entry))
-    if checked:
-        lines.append("")
-        lines.append("Checked in full although their fingerprint matched: %s (the LSF master, whose files describe "
-                     "the other nodes, gets the full check when any node's record, inputs or facts differ)."
-                     % ", ".join(checked))
-    for host in sorted(report["hosts"]):
-        entry = report["hosts"][host]
-        if not entry["changed"] and not entry["failed"]:
-            continue
-        lines.append("## %s" % host)
-        lines.append("")
-        if (entry.get("fast_path") or {}).get("differences"):
-            lines.append("Fingerprint differences (hence the full check): %s"
-                         % ", ".join("`%s`" % d for d in entry["fast_path"]["differences"]))
-            lines.append("")
-        for change in entry["changed"]:
-            what = change["task"]
-            if change.get("item") is not None:
-                what += " (item: %s)" % change["item"]
-            lines.append("- **%s**%s%s%s" % (
-                what,
-                " — `%s`" % change["target"] if change.get("target") else "",
-                " [handler]" if change.get("handler") else "",
-                " (%s)" % CENSORED_NOTE if change.get("censored") else ""))
-            if change.get("diff"):
-                lines.append("")
-                lines.append("  ```diff")
-                lines.extend("  " + line for line in change["diff"].rstrip("\n").split("\n"))
-                lines.append("  ```")
-        for failure in entry["failed"]:
-            lines.append("- FAILED **%s**: %s" % (failure["task"], failure["msg"]))
-        lines.append("")
-    if report["unreachable"]:
-        lines.append("## Unreachable hosts")
-        lines.append("")
-        for host in sorted(report["unreachable"]):
-            lines.append("- %s: %s" % (host, report["unreachable"][host]))
-        lines.append("")
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
@@ -386,26 +312,7 @@ class CallbackModule(CallbackBase):
         return self._prom_path
 
     def report(self):
-        changes = sum(len(h["changed"]) for h in self._hosts.values())
-        return {
-            "schema_version": DRIFT_SCHEMA_VERSION,
-            "generated": datetime.datetime.fromtimestamp(self._started, datetime.timezone.utc).strftime(
-                "%Y-%m-%dT%H:%M:%SZ"),
-            "generated_unix": int(self._started),
-            "playbook": self._playbook,
-            "check_mode": self._check_mode,
-            "drift": bool(changes),
-            "summary": {
-                "hosts_checked": len(self._hosts),
-                "hosts_with_drift": sum(1 for h in self._hosts.values() if h["changed"]),
-                "changes": changes,
-                "failed_tasks": sum(len(h["failed"]) for h in self._hosts.values()),
-                "unreachable_hosts": len(self._unreachable),
-                "hosts_clean_by_fast_path": sum(1 for h in self._hosts.values() if _clean_by_fast_path(h)),
-            },
-            "hosts": self._hosts,
-            "unreachable": self._unreachable,
-        }
+        return assemble(self._hosts, self._unreachable, self._started, self._playbook, self._check_mode)
 
     def _flush(self, final=False):
         json_path, md_path = self._paths()

@@ -103,16 +103,16 @@ def run_edit(module, path, compute, create=False, validate=None, new_mode=0o644,
     return result_dict(module, result)
 
 
-def write_files(module, files):
+def write_files(module, files, parent_mode=0o755):
     """Write whole files, each ``(path, text, mode)`` through its own transaction: a missing file is created
-    with ``mode`` (0644 when None) and its missing directory with 0755; an existing one keeps its owner, and
+    with ``mode`` (0644 when None) and its missing directory with ``parent_mode``; an existing one keeps its owner, and
     its mode unless ``mode`` is given. Returns ``changed``, ``changed_files`` (the paths written or whose mode
     was set, in order), ``diff`` (a list, with ``--diff``) and ``backup_file`` (path to backup, when any)."""
     out = {"changed": False, "changed_files": []}
     diffs, backups = [], {}
     for path, text, mode in files:
         result = run_edit(module, path, lambda _old, text=text: (text, []), create=True,
-                          new_mode=0o644 if mode is None else mode, parent_mode=0o755)
+                          new_mode=0o644 if mode is None else mode, parent_mode=parent_mode)
         changed = result["changed"] or (mode is not None and _set_mode(module, path, mode))
         if changed:
             out["changed"] = True
