@@ -699,8 +699,9 @@ def targets_section(sums, connections, hosts):
             fmt_execs(results), TARGET_RESULTS, "**yes**" if met else "**no**"))
     lines += ["", "Task results count every result Ansible's main process handles for the node: module"
               " executions, skipped tasks and controller-side tasks (set_fact, group_by, assert) alike; a loop"
-              " counts once. Tasks that run once for the whole play (`run_once`, `localhost`) are not"
-              " counted per node.", ""]
+              " counts once. A task that runs once for the whole play (`run_once`: the pre-flight's inventory"
+              " checks, the drift gate) counts on the host it ran on, the first of the run; tasks on"
+              " `localhost` are not counted.", ""]
     return lines
 
 
