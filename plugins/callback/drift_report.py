@@ -116,20 +116,14 @@ from ansible.errors import AnsibleOptionsError
 from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils import _junit_xml, _prom_textfile
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._drift_report import (
-    CENSORED_NOTE, assemble, render_markdown)
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._report_outputs import (
-    drift_cases, drift_families)
+    CENSORED_NOTE, DIR_MODE as REPORT_DIR_MODE, FILE_MODE as REPORT_FILE_MODE, MARKDOWN_FILE, PROM_FILE, REPORT_FILE,
+    assemble, report_files)
 
 # Forked task workers inherit the environment: the drift gate play reads the
 # report through this variable, wherever report_dir points.
 REPORT_ENV = "HPC_DRIFT_REPORT_JSON"
 
-JUNIT_FILE = "drift.junit.xml"
-PROM_FILE = "hpc_gpu_containers_drift.prom"
-REPORT_FILE_MODE = 0o640
-REPORT_DIR_MODE = 0o750
 
 # A PEM private key block, also one cut off before its END line (a truncated diff side).
 _PEM_PRIVATE_KEY = re.compile(
@@ -295,8 +289,8 @@ class CallbackModule(CallbackBase):
                 self._check_directory(directory)
             else:
                 self._make_directory(directory)
-            self._json_path = os.path.join(directory, "drift.json")
-            self._md_path = os.path.join(directory, "drift.md")
+            self._json_path = os.path.join(directory, REPORT_FILE)
+            self._md_path = os.path.join(directory, MARKDOWN_FILE)
             os.environ[REPORT_ENV] = self._json_path
         return self._json_path, self._md_path
 
@@ -315,14 +309,9 @@ class CallbackModule(CallbackBase):
         return assemble(self._hosts, self._unreachable, self._started, self._playbook, self._check_mode)
 
     def _flush(self, final=False):
-        json_path, md_path = self._paths()
-        report = self.report()
-        files = [(json_path, json.dumps(report, indent=2, sort_keys=True) + "\n"),
-                 (md_path, render_markdown(report)),
-                 (os.path.join(os.path.dirname(json_path), JUNIT_FILE),
-                  _junit_xml.render("hpc.gpu_containers drift check", drift_cases(report), report["generated"]))]
-        if final:
-            files.append((self._prom_file(), _prom_textfile.render(drift_families(report))))
+        json_path, _md_path = self._paths()
+        files = report_files(self.report(), os.path.dirname(json_path),
+                             os.path.dirname(self._prom_file()) if final else None)
         for path, text in files:
             # mkstemp: a new file (O_EXCL, mode 0600, no symlink followed) in the report directory.
             fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp",

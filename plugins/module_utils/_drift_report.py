@@ -18,12 +18,21 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 
-from ._report_outputs import DRIFT_SCHEMA_VERSION
+from . import _junit_xml, _prom_textfile
+from ._report_outputs import DRIFT_SCHEMA_VERSION, drift_cases, drift_families
 
 
 # What the Markdown says of a result hidden by no_log (the JSON marks it "censored").
 CENSORED_NOTE = "output hidden by no_log"
+# The report's files, their mode (never world-readable) and that of a directory made for them.
+REPORT_FILE = "drift.json"
+MARKDOWN_FILE = "drift.md"
+JUNIT_FILE = "drift.junit.xml"
+PROM_FILE = "hpc_gpu_containers_drift.prom"
+FILE_MODE = 0o640
+DIR_MODE = 0o750
 
 
 class ReportError(Exception):
@@ -62,6 +71,18 @@ def assemble(hosts, unreachable, started, playbook, check_mode):
         "hosts": hosts,
         "unreachable": unreachable,
     }
+
+
+def report_files(report, directory, prom_dir=None):
+    """``(path, text)`` of the report's files: the JSON, the Markdown and the JUnit file in ``directory``; with
+    ``prom_dir``, the node_exporter textfile there."""
+    files = [(os.path.join(directory, REPORT_FILE), json.dumps(report, indent=2, sort_keys=True) + "\n"),
+             (os.path.join(directory, MARKDOWN_FILE), render_markdown(report)),
+             (os.path.join(directory, JUNIT_FILE),
+              _junit_xml.render("hpc.gpu_containers drift check", drift_cases(report), report["generated"]))]
+    if prom_dir is not None:
+        files.append((os.path.join(prom_dir, PROM_FILE), _prom_textfile.render(drift_families(report))))
+    return files
 
 
 def load(source, text):

@@ -101,23 +101,13 @@ changed_files:
   elements: str
 """
 
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils import _junit_xml, _prom_textfile
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._drift_report import (
-    ReportError, join, load, render_markdown)
+    DIR_MODE, FILE_MODE, MARKDOWN_FILE, REPORT_FILE, ReportError, join, load, report_files)
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import write_files
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._report_outputs import drift_cases, drift_families
-
-REPORT_FILE = "drift.json"
-MARKDOWN_FILE = "drift.md"
-JUNIT_FILE = "drift.junit.xml"
-PROM_FILE = "hpc_gpu_containers_drift.prom"
-FILE_MODE = 0o640
-DIR_MODE = 0o750
 
 
 def read_reports(paths):
@@ -132,17 +122,6 @@ def read_reports(paths):
             raise ReportError("%s: cannot read the report: %s" % (path, err.strerror))
         out.append((path, load(path, text)))
     return out
-
-
-def joined_files(report, dest, prom_dir):
-    """The joined report's files, ``(path, text, mode)``."""
-    return [
-        (os.path.join(dest, REPORT_FILE), json.dumps(report, indent=2, sort_keys=True) + "\n", FILE_MODE),
-        (os.path.join(dest, MARKDOWN_FILE), render_markdown(report), FILE_MODE),
-        (os.path.join(dest, JUNIT_FILE),
-         _junit_xml.render("hpc.gpu_containers drift check", drift_cases(report), report["generated"]), FILE_MODE),
-        (os.path.join(prom_dir, PROM_FILE), _prom_textfile.render(drift_families(report)), FILE_MODE),
-    ]
 
 
 def main():
@@ -161,7 +140,7 @@ def main():
         report = join(read_reports(src))
     except ReportError as err:
         module.fail_json(msg=str(err))
-    files = joined_files(report, dest, module.params["prom_dir"] or dest)
+    files = [(path, text, FILE_MODE) for path, text in report_files(report, dest, module.params["prom_dir"] or dest)]
     result = write_files(module, files, parent_mode=DIR_MODE)
     result.pop("diff", None)
     module.exit_json(drift=report["drift"], summary=report["summary"],
