@@ -379,6 +379,8 @@ class CallbackModule(CallbackBase):
             # the drift fast path's comparison: a clean host gets no further check
             entry["fast_path"] = {"clean": res["clean"], "full_check": False,
                                   "differences": [redact(str(d)) for d in res.get("differences") or []]}
+            if res.get("owners"):  # the roles that own what differs: site.yml's check runs only those
+                entry["fast_path"]["roles"] = [str(owner) for owner in res["owners"]]
         elif entry.get("fast_path") is not None and result._task.action not in GROUP_BY_ACTIONS:
             entry["fast_path"]["full_check"] = True  # a task ran after the fast path: the host got the full check
         if res.get("changed") and not isinstance(res.get("results"), list):

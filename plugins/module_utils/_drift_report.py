@@ -39,6 +39,13 @@ class ReportError(Exception):
     """A report that cannot be read or joined; the message names the file."""
 
 
+def _how_checked(fast):
+    """How a host whose fingerprint differed was checked: by the roles that own what differs, or in full."""
+    if fast.get("roles"):
+        return "the check of its roles alone: %s" % ", ".join(fast["roles"])
+    return "the full check"
+
+
 def clean_by_fast_path(entry):
     """Whether the drift fast path cleared this host (and nothing ran on it after)."""
     fast = entry.get("fast_path") or {}
@@ -155,8 +162,9 @@ def render_markdown(report):
                       if (entry.get("fast_path") or {}).get("differences") and not entry["changed"])
     if differed:
         lines.append("")
-        lines.append("Checked in full because their fingerprint differed, no drift found: %s." % "; ".join(
-            "%s (%s)" % (host, ", ".join(report["hosts"][host]["fast_path"]["differences"])) for host in differed))
+        lines.append("Checked because their fingerprint differed, no drift found: %s." % "; ".join(
+            "%s (%s: %s)" % (host, _how_checked(report["hosts"][host]["fast_path"]),
+                             ", ".join(report["hosts"][host]["fast_path"]["differences"])) for host in differed))
     checked = sorted(host for host, entry in report["hosts"].items()
                      if (entry.get("fast_path") or {}).get("clean") and not clean_by_fast_path(entry))
     if checked:
@@ -171,8 +179,8 @@ def render_markdown(report):
         lines.append("## %s" % host)
         lines.append("")
         if (entry.get("fast_path") or {}).get("differences"):
-            lines.append("Fingerprint differences (hence the full check): %s"
-                         % ", ".join("`%s`" % d for d in entry["fast_path"]["differences"]))
+            lines.append("Fingerprint differences (hence %s): %s" % (
+                _how_checked(entry["fast_path"]), ", ".join("`%s`" % d for d in entry["fast_path"]["differences"])))
             lines.append("")
         for change in entry["changed"]:
             what = change["task"]

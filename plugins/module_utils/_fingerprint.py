@@ -25,6 +25,9 @@ Items, by kind (each a list of names):
 ``images``    the local Docker image id of each reference.
 ``manifests`` the registry's digest of each image reference (``registry/repository:tag``), asked with the
               node's own registry login and trust (an image replaced in the registry behind the collection's back).
+``json_keys`` (a mapping: JSON file -> the top-level keys a role sets in it) the value of each key; the file's own
+              ``paths`` item then covers its type, mode and owner only, so that a key another role or the site owns
+              is nobody's drift and a changed key names the role that sets it (daemon.json has three).
 ``node``      (true/false) the node facts the roles read: machine, host name, OS release.
 ``gpus``      (true/false) the GPU facts (NVML, through whatever driver the node has) and the CPU facts.
 
@@ -43,7 +46,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _packages as _package_db
 
-KINDS = ("paths", "packages", "services", "groups", "members", "images", "manifests", "node", "gpus")
+KINDS = ("paths", "packages", "services", "groups", "members", "json_keys", "images", "manifests", "node", "gpus")
+# The kinds that map a name to a list (the others: lists of names, or switches).
+MAPPINGS = ("members", "json_keys")
 RECORD_VERSION = 1
 # Registry requests in flight at once (one per recorded manifest, up to this many).
 MANIFEST_REQUESTS = 8
@@ -64,10 +69,10 @@ def canonical_items(items):
         merged = {}
         for part in items:
             for kind, value in canonical_items(part).items():
-                if kind == "members":
+                if kind in MAPPINGS:
                     have = merged.setdefault(kind, {})
-                    for group, names in value.items():
-                        have[group] = sorted(set(have.get(group, [])) | set(names))
+                    for name, names in value.items():
+                        have[name] = sorted(set(have.get(name, [])) | set(names))
                 else:
                     merged[kind] = True if value is True else sorted(set(merged.get(kind) or []) | set(value))
         return merged
@@ -82,8 +87,8 @@ def canonical_items(items):
             if items.get(kind):
                 out[kind] = True
             continue
-        if kind == "members":
-            value = _canonical_members(items.get(kind))
+        if kind in MAPPINGS:
+            value = _canonical_mapping(kind, items.get(kind))
             if value:
                 out[kind] = value
             continue
@@ -101,27 +106,35 @@ def canonical_items(items):
     return out
 
 
-def _canonical_members(value):
+def _canonical_mapping(kind, value):
+    what = {"members": ("each group", "user names"), "json_keys": ("each JSON file", "top-level keys")}[kind]
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise FingerprintError("items.members must map each group to the list of its members, got %r" % (value,))
+        raise FingerprintError("items.%s must map %s to a list of %s, got %r" % (kind, what[0], what[1], value))
     out = {}
-    for group, names in value.items():
+    for name, names in value.items():
         names = names or []
         if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple, set)):
-            raise FingerprintError("items.members.%s must be a list of user names, got %r" % (group, names))
-        out[str(group)] = sorted({str(name) for name in names if name is not None and str(name) != ""})
+            raise FingerprintError("items.%s.%s must be a list of %s, got %r" % (kind, name, what[1], names))
+        name = str(name)
+        if kind == "json_keys":
+            if not os.path.isabs(name):
+                raise FingerprintError("items.json_keys must name absolute paths: %s" % name)
+            name = os.path.normpath(name)
+        out[name] = sorted({str(entry) for entry in names if entry is not None and str(entry) != ""})
     return out
 
 
 # ---------------------------------------------------------------- paths
 
 
-def _entry_digest(path, st):
+def _entry_digest(path, st, content=True):
     head = "%o:%d:%d" % (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
     if stat.S_ISLNK(st.st_mode):
         return "link:%s:%s" % (head, os.readlink(path))
+    if stat.S_ISREG(st.st_mode) and not content:
+        return "file:%s" % head
     if stat.S_ISREG(st.st_mode):
         digest = hashlib.sha256()
         with open(path, "rb") as handle:
@@ -133,8 +146,9 @@ def _entry_digest(path, st):
     return "other:%s:%o" % (head, stat.S_IFMT(st.st_mode))
 
 
-def path_digest(path):
-    """One path's digest; a directory's covers every entry below it (names, metadata, contents)."""
+def path_digest(path, content=True):
+    """One path's digest; a directory's covers every entry below it (names, metadata, contents). Without
+    ``content``, a file's digest covers its type, mode and owner only (its keys are items of their own)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -142,7 +156,7 @@ def path_digest(path):
     except OSError as err:
         return "unreadable:%s" % (err.strerror or err)
     if not stat.S_ISDIR(st.st_mode):
-        return _sha256(_entry_digest(path, st).encode())
+        return _sha256(_entry_digest(path, st, content).encode())
     lines = [".\t" + _entry_digest(path, st)]
     for top, dirs, files in os.walk(path):
         dirs.sort()
@@ -201,6 +215,27 @@ def _images(names, run):
     return out
 
 
+def _json_keys(files):
+    """``path#key`` -> the key's value (JSON text), ``absent``, or why the file has none (missing, not JSON)."""
+    out = {}
+    for path, keys in files.items():
+        try:
+            with open(path, "rb") as handle:
+                document = json.loads(handle.read().decode("utf-8"))
+        except FileNotFoundError:
+            document = "file absent"
+        except (OSError, ValueError) as err:
+            document = "file unreadable: %s" % type(err).__name__
+        if isinstance(document, str):
+            values = dict.fromkeys(keys, document)
+        elif not isinstance(document, dict):
+            values = dict.fromkeys(keys, "file not a JSON object")
+        else:
+            values = {key: json.dumps(document[key], sort_keys=True) if key in document else "absent" for key in keys}
+        out.update(("%s#%s" % (path, key), value) for key, value in values.items())
+    return out
+
+
 def _node():
     release = {}
     try:
@@ -227,9 +262,11 @@ def compute(items, run, gpu_facts=None, manifest_digest=None):
     manifests = items.get("manifests", []) if manifest_digest else []
     with ThreadPoolExecutor(max_workers=max(1, min(MANIFEST_REQUESTS, len(manifests)))) as pool:
         asked = {name: pool.submit(manifest_digest, name) for name in manifests}
+        keyed = items.get("json_keys", {})
         for name in items.get("paths", []):
-            state["path:" + name] = path_digest(name)
-        for kind, values in (("package", _packages(items.get("packages", []), run) if items.get("packages") else {}),
+            state["path:" + name] = path_digest(name, content=name not in keyed)
+        for kind, values in (("json", _json_keys(keyed)),
+                             ("package", _packages(items.get("packages", []), run) if items.get("packages") else {}),
                              ("service", _services(items.get("services", []), run) if items.get("services") else {}),
                              ("group", _groups(items.get("groups", []))),
                              ("image", _images(items.get("images", []), run) if items.get("images") else {}),
@@ -245,10 +282,48 @@ def compute(items, run, gpu_facts=None, manifest_digest=None):
     return state
 
 
-def record_text(items, inputs, state):
-    """The record file's text (JSON, sorted)."""
-    return json.dumps({"version": RECORD_VERSION, "inputs": inputs, "items": items, "state": state},
-                      indent=1, sort_keys=True) + "\n"
+def record_text(items, inputs, state, owners=None):
+    """The record file's text (JSON, sorted); ``owners`` (:func:`owners`) when the items came with theirs."""
+    record = {"version": RECORD_VERSION, "inputs": inputs, "items": items, "state": state}
+    if owners:
+        record["owners"] = owners
+    return json.dumps(record, indent=1, sort_keys=True) + "\n"
+
+
+def item_keys(items):
+    """The keys of :func:`compute` (and of :func:`differences`) that canonical ``items`` give."""
+    keys = ["path:" + name for name in items.get("paths", [])]
+    keys += ["json:%s#%s" % (path, key) for path, names in items.get("json_keys", {}).items() for key in names]
+    for kind, prefix in (("packages", "package:"), ("services", "service:"), ("groups", "group:"),
+                         ("images", "image:"), ("manifests", "manifest:"), ("members", "members:")):
+        keys += [prefix + name for name in items.get(kind, [])]
+    return keys + [kind for kind in ("node", "gpus") if items.get(kind)]
+
+
+def owners(owned):
+    """``key -> sorted owners`` from ``owner -> items`` (each owner's items, as :func:`canonical_items` takes
+    them; a role that names an item another role names too shares it)."""
+    out = {}
+    for owner, items in sorted(owned.items()):
+        for key in item_keys(canonical_items(items)):
+            out.setdefault(key, set()).add(str(owner))
+    return {key: sorted(names) for key, names in out.items()}
+
+
+def owners_of(record, found):
+    """The owners of what :func:`differences` ``found``, sorted (``[]`` when nothing differs); None when a
+    difference has none: no record, the inputs, the node's or the GPUs' facts (what roles read, rather than
+    manage), or a record written without owners."""
+    recorded = (record or {}).get("owners")
+    if found and not isinstance(recorded, dict):
+        return None
+    out = set()
+    for key in found:
+        key = key.split(" (", 1)[0]  # members:<group> (not named by the inventory: ...)
+        if key in READ_KEYS or not recorded.get(key):
+            return None
+        out.update(recorded[key])
+    return sorted(out)
 
 
 def load_record(text):

@@ -55,9 +55,22 @@ options:
         M(hpc.gpu_containers.gpu_facts)).
       - C(members), a mapping of each group to the members the inventory names. Another member of the group is a
         difference, with its name, in every check, also when the converge that recorded the node saw it already.
+      - C(json_keys), a mapping of each JSON file to the top-level keys the collection sets in it. Each key's
+        value is an item of its own, and the file's C(paths) item covers only its type, mode and owner - a key
+        that the site or another tool set is no drift.
       - A list of such mappings (one per role) is merged.
     type: raw
     default: {}
+  owned_items:
+    description:
+      - With O(state=record), what each owner (a role, or a role's entry point) manages on this node - a mapping
+        of owner names to O(items) mappings, merged with O(items) into the record, which keeps each item's owners.
+        An item two owners name belongs to both.
+      - A check then returns RV(owners), the owners of what differs. C(site.yml) records each role under its name,
+        and a drift check runs only those roles on a node that differs in nothing else.
+    type: dict
+    default: {}
+    version_added: 0.3.0
 attributes:
   check_mode:
     support: full
@@ -84,6 +97,20 @@ EXAMPLES = r"""
       groups: [docker]
       node: true
       gpus: true
+
+- name: Record it with the role that manages each item (a check then names the roles of what differs)
+  hpc.gpu_containers.drift_fingerprint:
+    state: record
+    inputs: "{{ lookup('hpc.gpu_containers.drift_inputs') }}"
+    owned_items:
+      docker_engine:
+        paths: [/etc/docker/daemon.json]
+        json_keys: {/etc/docker/daemon.json: [log-driver, log-opts]}
+        packages: [docker-ce]
+      nvidia_container_runtime:
+        paths: [/etc/docker/daemon.json]
+        json_keys: {/etc/docker/daemon.json: [runtimes]}
+        packages: [nvidia-container-toolkit]
 
 - name: The drift fast path
   hpc.gpu_containers.drift_fingerprint:
@@ -123,6 +150,16 @@ differences:
   type: list
   elements: str
   sample: ["path:/etc/docker/daemon.json", "service:docker"]
+owners:
+  description:
+    - The owners (O(owned_items) names of the record) of what differs, sorted - V([]) when nothing does.
+    - V(null) when something differs that no owner can put back alone - no record, the inputs, the node's or GPUs'
+      facts (what the roles read rather than manage), or a record written without O(owned_items).
+  returned: always
+  type: list
+  elements: str
+  sample: ["docker_engine"]
+  version_added: 0.3.0
 forgotten:
   description: O(forget) deleted the record (the node differs from it).
   returned: always
@@ -193,6 +230,7 @@ def main():
             "state": {"type": "str", "choices": ["record", "check"], "default": "check"},
             "inputs": {"type": "str", "required": True},
             "items": {"type": "raw", "default": {}},
+            "owned_items": {"type": "dict", "default": {}},
             "forget": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
@@ -230,19 +268,22 @@ def main():
             except OSError as err:
                 module.fail_json(msg="cannot delete the drift record %s: %s" % (path, err))
         module.exit_json(changed=False, clean=not found, inputs_clean=_fingerprint.inputs_match(found),
-                         differences=found, compared=len(state), forgotten=forgotten)
+                         differences=found, owners=_fingerprint.owners_of(record, found), compared=len(state),
+                         forgotten=forgotten)
 
+    owned = module.params["owned_items"]
     try:
-        items = _fingerprint.canonical_items(module.params["items"])
+        items = _fingerprint.canonical_items([module.params["items"]] + [owned[name] for name in sorted(owned)])
+        owners = _fingerprint.owners(owned)
     except _fingerprint.FingerprintError as err:
         module.fail_json(msg="items: %s" % err)
     state = current(items)
     found = _fingerprint.differences(record, inputs, state, _fingerprint.unlisted_members(items))
-    text = _fingerprint.record_text(items, inputs, state)
+    text = _fingerprint.record_text(items, inputs, state, owners)
     result = run_edit(module, path, lambda _before: text, create=True, new_mode=0o600, parent_mode=0o755)
     result.pop("diff", None)  # digests: nothing a reader could use
     module.exit_json(clean=not found, inputs_clean=_fingerprint.inputs_match(found), differences=found,
-                     compared=len(state), forgotten=False, **result)
+                     owners=_fingerprint.owners_of(record, found), compared=len(state), forgotten=False, **result)
 
 
 if __name__ == "__main__":

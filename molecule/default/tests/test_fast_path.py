@@ -111,12 +111,14 @@ def test_every_file_converge_wrote_is_under_a_recorded_path(name):
     assert uncovered == [], uncovered
 
 
-def _tampered(name, change, restore, expect):
+def _tampered(name, change, restore, expect, owners):
+    """``owners``: the roles site.yml's drift check runs on the node (None: all of them, the full check)."""
     node = _node(name)
     node.run_expect([0], change)
     try:
         result = _fast_path(name)
         assert not result["clean"] and expect in result["differences"], result
+        assert result["owners"] == owners, result
     finally:
         node.run_expect([0], restore)
     assert _fast_path(name)["clean"], "%s is not clean after the restore" % name
@@ -124,20 +126,23 @@ def _tampered(name, change, restore, expect):
 
 def test_a_removed_package_is_caught():
     _tampered("head", "dpkg --remove --force-depends python3-bcrypt",
-              "apt-get install -y -q --no-install-recommends python3-bcrypt", "package:python3-bcrypt")
+              "apt-get install -y -q --no-install-recommends python3-bcrypt", "package:python3-bcrypt",
+              ["container_registry"])
 
 
 def test_a_removed_image_is_caught():
     image = "head:5000/hpc/deeplearning:cuda11-sm70"
-    _tampered("gpu01", "docker rmi %s" % image, "docker pull -q %s" % image, "image:" + image)
+    _tampered("gpu01", "docker rmi %s" % image, "docker pull -q %s" % image, "image:" + image,
+              ["image_variants_node"])
 
 
 def test_other_gpus_are_caught():
     _tampered("gpu02", "cp /etc/nvidia-standin/nvml.conf /root/nvml.conf && "
                        "sed -i 's/^driver_version=.*/driver_version=550.54.15/' /etc/nvidia-standin/nvml.conf",
-              "cp /root/nvml.conf /etc/nvidia-standin/nvml.conf", "gpus")
+              "cp /root/nvml.conf /etc/nvidia-standin/nvml.conf", "gpus", None)
 
 
 def test_a_changed_input_variable_is_caught():
-    assert _fast_path("gpu01", {"docker_engine_users": ["alice"]})["differences"] == ["inputs"]
+    changed = _fast_path("gpu01", {"docker_engine_users": ["alice"]})
+    assert changed["differences"] == ["inputs"] and changed["owners"] is None, changed
     assert _fast_path("gpu01", {"hpc_site_serial": 1})["clean"]  # the run's own switches are no input

@@ -157,7 +157,8 @@ RECORD_TASK = """\
         path: "{{ record }}"
         state: record
         inputs: same-inputs
-        items: {paths: ["{{ managed_file }}", "{{ other_file }}"]}
+        items: {paths: ["{{ other_file }}"]}
+        owned_items: {stand_in: {paths: ["{{ managed_file }}"]}}
       when: not ansible_check_mode
 """
 # The stand-in site with the fast path in front (its plays leave the clean hosts out) and the record at its end.
@@ -183,15 +184,16 @@ def test_the_fast_path_is_reported_clean_or_with_the_differences_that_sent_a_hos
                                     "-e", "inputs=other-inputs")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert report["hosts"]["nodeA"]["fast_path"] == {"clean": False, "full_check": True, "differences": ["inputs"]}
-    assert "Checked in full because their fingerprint differed, no drift found: nodeA (inputs)." in (
+    assert "Checked because their fingerprint differed, no drift found: nodeA (the full check: inputs)." in (
         report_dir / "drift.md").read_text()
     (tmp_path / "managed.conf").write_text("wanted=0\n")
     proc, report, report_dir = _run(tmp_path, tmp_path / "drift.yml", "--check", "--diff", "-e", record)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     entry = report["hosts"]["nodeA"]
-    assert entry["fast_path"] == {"clean": False, "full_check": True,
+    assert entry["fast_path"] == {"clean": False, "full_check": True, "roles": ["stand_in"],
                                   "differences": ["path:%s" % (tmp_path / "managed.conf")]}
     assert [c["task"] for c in entry["changed"]] == ["Managed file"]
     assert report["summary"]["hosts_clean_by_fast_path"] == 0
-    assert "Fingerprint differences (hence the full check): `path:%s`" % (tmp_path / "managed.conf") in (
+    assert "Fingerprint differences (hence the check of its roles alone: stand_in): `path:%s`" % (
+        tmp_path / "managed.conf") in (
         report_dir / "drift.md").read_text()

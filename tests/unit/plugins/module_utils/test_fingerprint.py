@@ -23,12 +23,55 @@ def test_items_are_checked_merged_and_canonical():
                                  {"paths": ["/etc/docker/daemon.json", "/etc/cdi"], "gpus": True}])
     assert merged == {"paths": ["/etc/cdi", "/etc/docker/daemon.json"], "services": ["docker"], "node": True,
                       "gpus": True}
+    keyed = fp.canonical_items([{"json_keys": {"/etc/docker/../docker/daemon.json": ["log-opts", "log-driver"]}},
+                                {"json_keys": {"/etc/docker/daemon.json": ["runtimes", "log-driver"]}}])
+    assert keyed == {"json_keys": {"/etc/docker/daemon.json": ["log-driver", "log-opts", "runtimes"]}}
+
+
+def test_each_owner_owns_the_keys_its_items_give_and_shares_those_another_names():
+    owned = {"docker_engine": {"paths": ["/etc/docker/daemon.json"], "groups": ["docker"],
+                               "members": {"docker": ["lsfadmin"]}, "json_keys": {"/etc/docker/daemon.json": ["a"]},
+                               "node": True},
+             "nvidia_container_runtime": {"paths": ["/etc/docker/daemon.json"], "gpus": True}}
+    assert fp.owners(owned) == {
+        "path:/etc/docker/daemon.json": ["docker_engine", "nvidia_container_runtime"],
+        "json:/etc/docker/daemon.json#a": ["docker_engine"], "group:docker": ["docker_engine"],
+        "members:docker": ["docker_engine"], "node": ["docker_engine"], "gpus": ["nvidia_container_runtime"]}
+    record = {"owners": fp.owners(owned)}
+    assert fp.owners_of(record, []) == []
+    assert fp.owners_of(record, ["members:docker (not named by the inventory: mallory)"]) == ["docker_engine"]
+    assert fp.owners_of(record, ["json:/etc/docker/daemon.json#a", "group:docker"]) == ["docker_engine"]
+    for found in (["node"], ["gpus"], ["inputs"], ["no record"], ["path:/etc/other"]):
+        assert fp.owners_of(record, found) is None, found
+    assert fp.owners_of({}, ["group:docker"]) is None and fp.owners_of(None, []) == []
+
+
+def test_json_keys_digest_each_key_and_leave_the_file_its_metadata(tmp_path):
+    daemon = tmp_path / "daemon.json"
+    daemon.write_text('{"a": 1, "b": {"x": [1, 2]}}')
+    items = fp.canonical_items({"paths": [str(daemon)], "json_keys": {str(daemon): ["a", "b", "c"]}})
+    before = fp.compute(items, _no_commands)
+    assert sorted(before) == ["json:%s#%s" % (daemon, key) for key in "abc"] + ["path:" + str(daemon)]
+    daemon.write_text('{\n  "b": {"x": [1, 2]},\n  "a": 1, "site": true}\n')  # same keys' values, reformatted
+    assert fp.compute(items, _no_commands) == before
+    daemon.write_text('{"a": 2, "b": {"x": [1, 2]}, "c": null}')
+    after = fp.compute(items, _no_commands)
+    assert [key for key in sorted(before) if before[key] != after[key]] == [
+        "json:%s#a" % daemon, "json:%s#c" % daemon]
+    for text in ("[1, 2]", "{broken"):
+        daemon.write_text(text)
+        after = fp.compute(items, _no_commands)
+        assert [key for key in sorted(before) if before[key] != after[key]] == [
+            "json:%s#%s" % (daemon, key) for key in "abc"], text
 
 
 @pytest.mark.parametrize("items, message", [
     ({"files": ["/a"]}, "unknown item kind\\(s\\) files; the kinds are paths, packages"),
     ({"paths": "/a"}, "items.paths must be a list of names"),
     ({"paths": ["etc/docker"]}, "items.paths must be absolute: etc/docker"),
+    ({"json_keys": {"daemon.json": ["a"]}}, "items.json_keys must name absolute paths: daemon.json"),
+    ({"json_keys": {"/d.json": "a"}}, "items.json_keys./d.json must be a list of top-level keys"),
+    ({"json_keys": ["/d.json"]}, "items.json_keys must map each JSON file to a list of top-level keys"),
     (["/a"], "items must be a mapping of kinds"),
 ])
 def test_bad_items_are_refused_by_name(items, message):

@@ -45,8 +45,8 @@ def test_record_then_check_is_clean_and_a_second_record_changes_nothing(node, ca
     assert "diff" not in first
     assert not run(capsys, path=record, state="record", inputs="in-1", items=items)["changed"]
     check = run(capsys, path=record, inputs="in-1")
-    assert check == {"changed": False, "clean": True, "inputs_clean": True, "differences": [], "compared": 3,
-                     "forgotten": False}
+    assert check == {"changed": False, "clean": True, "inputs_clean": True, "differences": [], "owners": [],
+                     "compared": 3, "forgotten": False}
 
 
 def test_each_change_is_named_and_the_check_changes_nothing(node, capsys, monkeypatch):
@@ -80,13 +80,67 @@ def test_a_node_that_differs_only_in_what_its_roles_manage_keeps_its_inputs_clea
     assert "node" in check["differences"] and not check["inputs_clean"]
 
 
+def test_a_check_names_the_owners_of_what_differs_and_none_for_what_no_role_puts_back(node, capsys, monkeypatch):
+    """site.yml's drift check runs only the roles a check names; a key of daemon.json names the role that sets
+    it, not the other two that write the file; a difference no owner recorded (inputs, facts, an unowned item,
+    a record without owners) must say null, the full check."""
+    record, daemon = str(node / "fingerprint.json"), node / "docker" / "daemon.json"
+    daemon.write_text(json.dumps({"log-driver": "json-file", "runtimes": {"nvidia": {}}, "site-own": 1}) + "\n")
+    extra = node / "extra.conf"
+    extra.write_text("x\n")
+    owned = {"docker_engine": {"paths": [str(daemon)], "json_keys": {str(daemon): ["log-driver"]}, "node": True},
+             "nvidia_container_runtime": {"paths": [str(daemon)], "json_keys": {str(daemon): ["runtimes"]},
+                                          "gpus": True},
+             "container_registry": {"json_keys": {str(daemon): ["insecure-registries"]}}}
+    first = run(capsys, path=record, state="record", inputs="in-1", owned_items=owned, items={"paths": [str(extra)]})
+    assert first["changed"] and first["owners"] is None and first["compared"] == 7
+    assert run(capsys, path=record, inputs="in-1")["owners"] == []
+
+    def check(document):
+        daemon.write_text(json.dumps(document) + "\n")
+        return run(capsys, path=record, inputs="in-1")
+
+    result = check({"runtimes": {"nvidia": {}}, "site-own": 1})  # log-driver removed
+    assert result["differences"] == ["json:%s#log-driver" % daemon] and result["owners"] == ["docker_engine"]
+    assert result["inputs_clean"] and not result["clean"]
+    # a key nobody of the collection sets: no drift at all (the full check keeps it too)
+    assert check({"log-driver": "json-file", "runtimes": {"nvidia": {}}, "site-own": 2})["clean"]
+    result = check({"log-driver": "json-file", "runtimes": {}, "site-own": 1, "insecure-registries": ["r:5000"]})
+    assert result["owners"] == ["container_registry", "nvidia_container_runtime"]
+    # the file itself (mode, or gone): both roles that name it, and every key's owner
+    assert check({"log-driver": "json-file", "runtimes": {"nvidia": {}}, "site-own": 1})["clean"]
+    os.chmod(daemon, 0o600)
+    assert run(capsys, path=record, inputs="in-1")["owners"] == ["docker_engine", "nvidia_container_runtime"]
+    daemon.unlink()
+    assert run(capsys, path=record, inputs="in-1")["owners"] == ["container_registry", "docker_engine",
+                                                                 "nvidia_container_runtime"]
+    daemon.write_text("{not json")
+    assert run(capsys, path=record, inputs="in-1")["owners"] == ["container_registry", "docker_engine",
+                                                                 "nvidia_container_runtime"]
+    daemon.write_text(json.dumps({"log-driver": "json-file", "runtimes": {"nvidia": {}}, "site-own": 1}) + "\n")
+    os.chmod(daemon, 0o644)
+    assert run(capsys, path=record, inputs="in-1")["clean"]
+    # what no owner put back alone: the full check
+    extra.write_text("y\n")
+    assert run(capsys, path=record, inputs="in-1")["owners"] is None
+    extra.write_text("x\n")
+    assert run(capsys, path=record, inputs="in-2")["owners"] is None
+    monkeypatch.setattr(drift_fingerprint, "_gpu_facts", lambda: {"present": True, "gpus": [{"uuid": "GPU-2"}]})
+    assert run(capsys, path=record, inputs="in-1")["owners"] is None
+    monkeypatch.setattr(drift_fingerprint, "_gpu_facts", lambda: {"present": True, "gpus": [{"uuid": "GPU-1"}]})
+    # a record written without owners (items only): any difference is a full check
+    run(capsys, path=record, state="record", inputs="in-1", items=list(owned.values()))
+    daemon.write_text(json.dumps({"runtimes": {"nvidia": {}}, "site-own": 1}) + "\n")
+    assert run(capsys, path=record, inputs="in-1")["owners"] is None
+
+
 def test_check_mode_records_nothing_and_no_record_is_never_clean(node, capsys):
     record = node / "fingerprint.json"
     result = run(capsys, check=True, path=str(record), state="record", inputs="x", items={"node": True})
     assert result["changed"] and not record.exists()
     assert run(capsys, path=str(record), inputs="x") == {"changed": False, "clean": False, "inputs_clean": False,
-                                                         "differences": ["no record"], "compared": 0,
-                                                         "forgotten": False}
+                                                         "differences": ["no record"], "owners": None,
+                                                         "compared": 0, "forgotten": False}
     record.write_text("{broken")
     assert run(capsys, path=str(record), inputs="x")["differences"] == ["no record"]
 
