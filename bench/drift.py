@@ -810,7 +810,8 @@ def mitogen_section(sums, connections, hosts):
 
 
 def tamper_section(tamper, order=None):
-    """One node drifted: the fast path clears the others and the drifted ones get the full check."""
+    """One node drifted: the fast path clears the others, and the drifted one is checked by the roles that own
+    what differs (the roles that ran a task there, from the timing records)."""
     if not tamper:
         return []
     caveat = [ORDER_CAVEAT, ""] if order != "ours-first" else []
@@ -828,9 +829,12 @@ def tamper_section(tamper, order=None):
         lines.append("| %s | %.1f | %d | %d | %s | %s |" % row)
     changed = sorted({"%s: %s" % (rec["host"], rec["task"]) for rec in tamper["drifted"]["records"]
                       if rec["changed"] and rec["status"] != "skipped"})
-    lines += ["", "Changed results of the drifted run (the full check's diff):", ""]
+    lines += ["", "Changed results of the drifted run (its check's diff):", ""]
     lines += ["* %s" % item for item in changed] or ["* none"]
-    lines.append("")
+    ran = sorted({rec["role"] for rec in tamper["drifted"]["records"]
+                  if rec["host"] == tamper["node"] and rec["role"] and rec["status"] != "skipped"})
+    lines += ["", "Roles that ran a task on %s in the drifted run (skipped tasks left out): %s." % (
+        tamper["node"], ", ".join(ran) or "none"), ""]
     return lines
 
 

@@ -23,6 +23,7 @@ import testinfra.utils.ansible_runner
 from conftest import adhoc, ansible_tool
 
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+PLAYBOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "playbooks")
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
 RECORD = "/var/lib/hpc-gpu-containers/drift-fingerprint.json"
 FAST_PATH = {"inputs": "{{ lookup('hpc.gpu_containers.drift_inputs') }}"}
@@ -111,29 +112,50 @@ def test_every_file_converge_wrote_is_under_a_recorded_path(name):
     assert uncovered == [], uncovered
 
 
-def _tampered(name, change, restore, expect, owners):
-    """``owners``: the roles site.yml's drift check runs on the node (None: all of them, the full check)."""
+def _drift_check(report_dir):
+    """drift.yml --check --diff on the whole scenario, with the drift_report callback; (rc, drift.json)."""
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACKS_ENABLED="hpc.gpu_containers.drift_report",
+               HPC_DRIFT_REPORT_DIR=str(report_dir))
+    env.pop("ANSIBLE_FORCE_COLOR", None)
+    proc = subprocess.run([ansible_tool("ansible-playbook"), "-i", INVENTORY, "--check", "--diff",
+                           os.path.join(PLAYBOOKS, "drift.yml")], env=env, capture_output=True, text=True, check=False)
+    assert (report_dir / "drift.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.returncode, json.loads((report_dir / "drift.json").read_text())
+
+
+def _tampered(name, change, restore, expect, owners, report_dir=None):
+    """``owners``: the roles site.yml's drift check runs on the node (None: all of them, the full check). With
+    ``report_dir``, the drift check itself runs: those roles alone must find the change (a change whose role the
+    scoped check left out would be missed)."""
     node = _node(name)
     node.run_expect([0], change)
     try:
         result = _fast_path(name)
         assert not result["clean"] and expect in result["differences"], result
         assert result["owners"] == owners, result
+        if report_dir is not None:
+            rc, report = _drift_check(report_dir)
+            entry = report["hosts"][name]
+            assert rc == 3 and entry["fast_path"].get("roles") == owners, entry
+            roles = {(change.get("role") or "").split(".")[-1] for change in entry["changed"]}
+            # an owner is a role, or a role's entry point (image_variants_node)
+            assert any(owner == role or owner.startswith(role + "_") for owner in owners for role in roles if role), \
+                entry
     finally:
         node.run_expect([0], restore)
     assert _fast_path(name)["clean"], "%s is not clean after the restore" % name
 
 
-def test_a_removed_package_is_caught():
+def test_a_removed_package_is_caught_and_its_roles_check_finds_it(tmp_path):
     _tampered("head", "dpkg --remove --force-depends python3-bcrypt",
               "apt-get install -y -q --no-install-recommends python3-bcrypt", "package:python3-bcrypt",
-              ["container_registry"])
+              ["container_registry"], tmp_path)
 
 
-def test_a_removed_image_is_caught():
+def test_a_removed_image_is_caught_and_its_roles_check_finds_it(tmp_path):
     image = "head:5000/hpc/deeplearning:cuda11-sm70"
     _tampered("gpu01", "docker rmi %s" % image, "docker pull -q %s" % image, "image:" + image,
-              ["image_variants_node"])
+              ["image_variants_node"], tmp_path)
 
 
 def test_other_gpus_are_caught():
