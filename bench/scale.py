@@ -69,7 +69,8 @@ sys.exit(rc)
 
 RECORD_PLAYBOOK = """---
 # Written by bench/scale.py: what site.yml's last play records after a full converge, on copies of a converged
-# GPU node (the items its converge recorded; this host's inputs, taken as site.yml's first play takes them).
+# GPU node (the items its converge recorded, with their owners; this host's inputs, taken as site.yml's first play
+# takes them).
 - name: Record each GPU node's drift fingerprint
   hosts: gpu_nodes
   gather_facts: false
@@ -83,6 +84,7 @@ RECORD_PLAYBOOK = """---
         state: record
         inputs: "{{ hpc_drift_inputs }}"
         items: "{{ bench_scale_items }}"
+        owned_items: "{{ bench_scale_owned_items }}"
       changed_when: false
 """
 
@@ -168,7 +170,8 @@ def seed(env, site, baseline):
         raise SystemExit("the seed's converge left no drift record on gpu01 (%s)" % RECORD)
     drift.run(["docker", "commit", site.container("gpu01"), SEED_IMAGE], stdout=subprocess.DEVNULL)
     items = STATE / "items.json"
-    items.write_text(json.dumps({"bench_scale_items": record["items"]}))
+    items.write_text(json.dumps({"bench_scale_items": record["items"],
+                                 "bench_scale_owned_items": record.get("owned_items") or {}}))
     return {"items": len(record["items"]), "items_file": str(items)}
 
 

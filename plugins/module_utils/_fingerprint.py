@@ -282,12 +282,20 @@ def compute(items, run, gpu_facts=None, manifest_digest=None):
     return state
 
 
-def record_text(items, inputs, state, owners=None):
-    """The record file's text (JSON, sorted); ``owners`` (:func:`owners`) when the items came with theirs."""
+def record_text(items, inputs, state, owned=None):
+    """The record file's text (JSON, sorted); ``owned`` (owner -> canonical items) when the items came with their
+    owners."""
     record = {"version": RECORD_VERSION, "inputs": inputs, "items": items, "state": state}
-    if owners:
-        record["owners"] = owners
+    if owned:
+        record["owned_items"] = owned
     return json.dumps(record, indent=1, sort_keys=True) + "\n"
+
+
+def canonical_owned(owned):
+    """``owner -> canonical items`` (:func:`canonical_items` of each owner's)."""
+    if not isinstance(owned, dict):
+        raise FingerprintError("owned_items must map each owner to its items, got %r" % (owned,))
+    return {str(owner): canonical_items(items) for owner, items in sorted(owned.items())}
 
 
 def item_keys(items):
@@ -314,8 +322,14 @@ def owners_of(record, found):
     """The owners of what :func:`differences` ``found``, sorted (``[]`` when nothing differs); None when a
     difference has none: no record, the inputs, the node's or the GPUs' facts (what roles read, rather than
     manage), or a record written without owners."""
-    recorded = (record or {}).get("owners")
-    if found and not isinstance(recorded, dict):
+    if not found:
+        return []
+    owned = (record or {}).get("owned_items")
+    try:
+        recorded = owners(owned) if isinstance(owned, dict) else None
+    except FingerprintError:
+        recorded = None
+    if not recorded:
         return None
     out = set()
     for key in found:

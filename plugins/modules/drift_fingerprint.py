@@ -149,7 +149,7 @@ differences:
   returned: always
   type: list
   elements: str
-  sample: ["path:/etc/docker/daemon.json", "service:docker"]
+  sample: ["json:/etc/docker/daemon.json#log-driver", "service:docker"]
 owners:
   description:
     - The owners (O(owned_items) names of the record) of what differs, sorted - V([]) when nothing does.
@@ -271,15 +271,14 @@ def main():
                          differences=found, owners=_fingerprint.owners_of(record, found), compared=len(state),
                          forgotten=forgotten)
 
-    owned = module.params["owned_items"]
     try:
-        items = _fingerprint.canonical_items([module.params["items"]] + [owned[name] for name in sorted(owned)])
-        owners = _fingerprint.owners(owned)
+        owned = _fingerprint.canonical_owned(module.params["owned_items"])
+        items = _fingerprint.canonical_items([module.params["items"]] + list(owned.values()))
     except _fingerprint.FingerprintError as err:
         module.fail_json(msg="items: %s" % err)
     state = current(items)
     found = _fingerprint.differences(record, inputs, state, _fingerprint.unlisted_members(items))
-    text = _fingerprint.record_text(items, inputs, state, owners)
+    text = _fingerprint.record_text(items, inputs, state, owned)
     result = run_edit(module, path, lambda _before: text, create=True, new_mode=0o600, parent_mode=0o755)
     result.pop("diff", None)  # digests: nothing a reader could use
     module.exit_json(clean=not found, inputs_clean=_fingerprint.inputs_match(found), differences=found,

@@ -37,7 +37,7 @@ def test_each_owner_owns_the_keys_its_items_give_and_shares_those_another_names(
         "path:/etc/docker/daemon.json": ["docker_engine", "nvidia_container_runtime"],
         "json:/etc/docker/daemon.json#a": ["docker_engine"], "group:docker": ["docker_engine"],
         "members:docker": ["docker_engine"], "node": ["docker_engine"], "gpus": ["nvidia_container_runtime"]}
-    record = {"owners": fp.owners(owned)}
+    record = {"owned_items": fp.canonical_owned(owned)}
     assert fp.owners_of(record, []) == []
     assert fp.owners_of(record, ["members:docker (not named by the inventory: mallory)"]) == ["docker_engine"]
     assert fp.owners_of(record, ["json:/etc/docker/daemon.json#a", "group:docker"]) == ["docker_engine"]
