@@ -49,6 +49,10 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils import _package
 KINDS = ("paths", "packages", "services", "groups", "members", "json_keys", "images", "manifests", "node", "gpus")
 # The kinds that map a name to a list (the others: lists of names, or switches).
 MAPPINGS = ("members", "json_keys")
+# Each named kind's key prefix: its items are the keys ``<prefix>:<name>`` of the state and of the differences
+# (json_keys: ``json:<path>#<key>``); ``node`` and ``gpus`` are keys of their own.
+KEY_PREFIX = {"paths": "path", "json_keys": "json", "packages": "package", "services": "service", "groups": "group",
+              "images": "image", "manifests": "manifest", "members": "members"}
 RECORD_VERSION = 1
 # Registry requests in flight at once (one per recorded manifest, up to this many).
 MANIFEST_REQUESTS = 8
@@ -232,8 +236,16 @@ def _json_keys(files):
             values = dict.fromkeys(keys, "file not a JSON object")
         else:
             values = {key: json.dumps(document[key], sort_keys=True) if key in document else "absent" for key in keys}
-        out.update(("%s#%s" % (path, key), value) for key, value in values.items())
+        out.update((_json_key(path, key), value) for key, value in values.items())
     return out
+
+
+def _json_key(path, key):
+    return "%s#%s" % (path, key)
+
+
+def _key(kind, name):
+    return "%s:%s" % (KEY_PREFIX[kind], name)
 
 
 def _node():
@@ -264,16 +276,16 @@ def compute(items, run, gpu_facts=None, manifest_digest=None):
         asked = {name: pool.submit(manifest_digest, name) for name in manifests}
         keyed = items.get("json_keys", {})
         for name in items.get("paths", []):
-            state["path:" + name] = path_digest(name, content=name not in keyed)
-        for kind, values in (("json", _json_keys(keyed)),
-                             ("package", _packages(items.get("packages", []), run) if items.get("packages") else {}),
-                             ("service", _services(items.get("services", []), run) if items.get("services") else {}),
-                             ("group", _groups(items.get("groups", []))),
-                             ("image", _images(items.get("images", []), run) if items.get("images") else {}),
-                             ("manifest", {name: asked[name].result() if name in asked else "unknown"
-                                           for name in items.get("manifests", [])})):
+            state[_key("paths", name)] = path_digest(name, content=name not in keyed)
+        for kind, values in (("json_keys", _json_keys(keyed)),
+                             ("packages", _packages(items.get("packages", []), run) if items.get("packages") else {}),
+                             ("services", _services(items.get("services", []), run) if items.get("services") else {}),
+                             ("groups", _groups(items.get("groups", []))),
+                             ("images", _images(items.get("images", []), run) if items.get("images") else {}),
+                             ("manifests", {name: asked[name].result() if name in asked else "unknown"
+                                            for name in items.get("manifests", [])})):
             for name, value in values.items():
-                state["%s:%s" % (kind, name)] = _sha256(value.encode())
+                state[_key(kind, name)] = _sha256(value.encode())
     if items.get("node"):
         state["node"] = _sha256(_node().encode())
     if items.get("gpus"):
@@ -300,11 +312,12 @@ def canonical_owned(owned):
 
 def item_keys(items):
     """The keys of :func:`compute` (and of :func:`differences`) that canonical ``items`` give."""
-    keys = ["path:" + name for name in items.get("paths", [])]
-    keys += ["json:%s#%s" % (path, key) for path, names in items.get("json_keys", {}).items() for key in names]
-    for kind, prefix in (("packages", "package:"), ("services", "service:"), ("groups", "group:"),
-                         ("images", "image:"), ("manifests", "manifest:"), ("members", "members:")):
-        keys += [prefix + name for name in items.get(kind, [])]
+    keys = []
+    for kind in KEY_PREFIX:
+        names = items.get(kind) or ()
+        if kind == "json_keys":
+            names = [_json_key(path, key) for path, keys_of in items[kind].items() for key in keys_of] if names else ()
+        keys += [_key(kind, name) for name in names]
     return keys + [kind for kind in ("node", "gpus") if items.get(kind)]
 
 
@@ -388,7 +401,7 @@ def differences(record, inputs, state, unlisted=None):
     ``["no record"]`` when there is none; then ``members:<group> (not named by the inventory: <names>)`` for each
     group of ``unlisted`` (:func:`unlisted_members`), record or not. Names only, never values (but the names of
     the members nobody named)."""
-    extra = ["members:%s (not named by the inventory: %s)" % (group, ", ".join(names))
+    extra = ["%s (not named by the inventory: %s)" % (_key("members", group), ", ".join(names))
              for group, names in sorted((unlisted or {}).items())]
     if record is None:
         return ["no record"] + extra
