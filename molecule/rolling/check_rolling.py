@@ -251,9 +251,10 @@ class Checker:
         output = ANSI.sub("", self.collected["output"])
         for name in (HEAD, GPU01, GPU02):
             # the node Python pre-flight's two tasks, the fast path's three (and the inventory checks' two, run
-            # once, on the first host) and nothing else
+            # once, on the first host) and nothing else; skipped: the fast path's scoping of a check to the roles
+            # that own what differs, which a converge skips
             recap = re.search(r"%s\s*:\s*ok=(\d+)\s+changed=(\d+).*?skipped=(\d+)" % name, output)
-            self.check(recap and int(recap.group(1)) <= 7 and recap.group(2) == "0" and recap.group(3) == "0",
+            self.check(recap and int(recap.group(1)) <= 7 and recap.group(2) == "0" and int(recap.group(3)) <= 1,
                        "recap: %s ran more than the fast path: %s" % (name, recap.group(0) if recap else None))
         for node in self.nodes.values():
             self.no_badmin(node)

@@ -193,9 +193,10 @@ class Checker:
             self.untouched(name)
             self.not_restarted(name)
             # the node Python pre-flight's two tasks, the fast path's three (and the inventory checks' two, run
-            # once, on the first host) and nothing else
+            # once, on the first host) and nothing else; skipped: the fast path's scoping of a check to the roles
+            # that own what differs, which a converge skips
             recap = re.search(r"%s\s*:\s*ok=(\d+)\s+changed=(\d+).*?skipped=(\d+)" % name, self.output)
-            self.check(recap and int(recap.group(1)) <= 7 and recap.group(2) == "0" and recap.group(3) == "0",
+            self.check(recap and int(recap.group(1)) <= 7 and recap.group(2) == "0" and int(recap.group(3)) <= 1,
                        "recap: %s ran more than the fast path: %s" % (name, recap.group(0) if recap else None))
         self.open_(GPU01)
         self.operator_closed(GPU02)
