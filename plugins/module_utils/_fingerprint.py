@@ -314,9 +314,9 @@ def item_keys(items):
     """The keys of :func:`compute` (and of :func:`differences`) that canonical ``items`` give."""
     keys = []
     for kind in KEY_PREFIX:
-        names = items.get(kind) or ()
-        if kind == "json_keys":
-            names = [_json_key(path, key) for path, keys_of in items[kind].items() for key in keys_of] if names else ()
+        value = items.get(kind) or {}
+        names = ([_json_key(path, key) for path, keys_of in value.items() for key in keys_of]
+                 if kind == "json_keys" else list(value))  # members: the group names
         keys += [_key(kind, name) for name in names]
     return keys + [kind for kind in ("node", "gpus") if items.get(kind)]
 
