@@ -177,7 +177,7 @@ first-cluster: venv ## The README's first-cluster steps against the demo nodes (
 	$(MAKE) --no-print-directory demo-down; exit $$rc
 
 bench: venv ## Run every benchmark in bench/*.py
-	@set -- bench/*.py; [ -e "$$1" ] || { echo "make bench: no bench/*.py" >&2; exit 1; }; \
+	@set -- bench/[!_]*.py; [ -e "$$1" ] || { echo "make bench: no bench/*.py" >&2; exit 1; }; \
 	for script in "$$@"; do \
 	    echo "make bench: $$script"; \
 	    $(call timed,$$script,$(VENV)/bin/python "$$script"); \

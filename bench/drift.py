@@ -76,7 +76,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _collection import ROOT, link_collection  # bench/_collection.py: this script's folder is on sys.path
+
 STATE = ROOT / ".cache" / "bench-drift"
 IMAGE = "localhost/hpc-gpu-node:debian12"
 LSF_CONF = "/usr/share/lsf/conf"
@@ -342,11 +343,7 @@ class Cluster:
 # --------------------------------------------------------------------------
 def ansible_env(forks):
     env = dict(os.environ)
-    collections = STATE / "collections"
-    (collections / "ansible_collections" / "hpc").mkdir(parents=True, exist_ok=True)
-    link = collections / "ansible_collections" / "hpc" / "gpu_containers"
-    if not link.is_symlink():
-        link.symlink_to(ROOT)
+    collections = link_collection(STATE / "collections")
     plugins = STATE / "callback_plugins"
     plugins.mkdir(parents=True, exist_ok=True)
     (plugins / "bench_timing.py").write_text(TIMING_CALLBACK)

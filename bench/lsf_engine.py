@@ -20,28 +20,15 @@ factor against the next smaller size (target: 10x hosts <= 11x time, and
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 import platform
-import shutil
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _collection import ROOT, import_collection  # bench/_collection.py: this script's folder is on sys.path
 
-
-def _import_collection():
-    base = Path(tempfile.mkdtemp(prefix="bench-coll-"))
-    atexit.register(shutil.rmtree, base, True)
-    (base / "ansible_collections" / "hpc").mkdir(parents=True)
-    (base / "ansible_collections" / "hpc" / "gpu_containers").symlink_to(ROOT)
-    sys.path.insert(0, str(base))
-
-
-_import_collection()
+import_collection()
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_cluster_edit import edit_hosts  # noqa: E402
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_sections import (  # noqa: E402

@@ -159,13 +159,17 @@ def in_node(args):
             "--where", args.where or "node container %s" % args.node]
     if args.gpu_command:
         argv += ["--gpu-command", args.gpu_command]
-    report = run(argv, timeout=3600).stdout
-    if args.out == "-":
-        sys.stdout.write(report)
-    else:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(report)
+    write_report(run(argv, timeout=3600).stdout, args.out)
     return 0
+
+
+def write_report(text, out):
+    """The report to ``out``, a file, or stdout for ``-``."""
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(out, "w", encoding="utf-8") as handle:
+            handle.write(text)
 
 
 def main():
@@ -240,12 +244,7 @@ def main():
     if skipped:
         lines += ["", "Not measured:", ""]
         lines += ["* %s: %s" % (k, v.replace("\n", " ")) for k, v in skipped.items()]
-    text = "\n".join(lines) + "\n"
-    if args.out == "-":
-        sys.stdout.write(text)
-    else:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(text)
+    write_report("\n".join(lines) + "\n", args.out)
     return 0
 
 

@@ -19,31 +19,20 @@ and so are sizes above ``--old-max-add`` for the add case.
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _collection import ROOT, import_collection  # bench/_collection.py: this script's folder is on sys.path
+
 MODEL = "plugins/module_utils/_subid.py"
 
-
-def _import_collection():
-    base = Path(tempfile.mkdtemp(prefix="bench-coll-"))
-    atexit.register(shutil.rmtree, base, True)
-    (base / "ansible_collections" / "hpc").mkdir(parents=True)
-    (base / "ansible_collections" / "hpc" / "gpu_containers").symlink_to(ROOT)
-    sys.path.insert(0, str(base))
-
-
-_import_collection()
+import_collection()
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils import _subid  # noqa: E402
 
