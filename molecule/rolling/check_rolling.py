@@ -30,8 +30,12 @@ container's start). STEP is one of:
 
 import datetime
 import json
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "resources"))
+import step_recap  # noqa: E402  (molecule/resources/step_recap.py)
 
 OWNER = "hpc.gpu_containers:"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -212,8 +216,7 @@ class Checker:
                              r"\s+terminate successfully", output, re.DOTALL),
                    "the run does not fail gpu01 with the verification's reason")
         for name, failed in ((HEAD, 0), (GPU01, 1), (GPU02, 0)):
-            self.check(re.search(r"%s\s*:.*failed=%d" % (name, failed), output),
-                       "recap: %s should have failed=%d" % (name, failed))
+            self.check(*step_recap.failed(output, name, failed))
         gpu01 = self.nodes[GPU01]
         closes = gpu01.badmin("hclose")
         self.check(len(closes) == 1 and not gpu01.badmin("hopen"), "gpu01: badmin calls %s"
@@ -250,12 +253,7 @@ class Checker:
                    "a full converge leaves out every host that is as its last full converge left it: %s" % batches)
         output = ANSI.sub("", self.collected["output"])
         for name in (HEAD, GPU01, GPU02):
-            # the node Python pre-flight's two tasks, the fast path's three (and the inventory checks' two, run
-            # once, on the first host) and nothing else; skipped: the fast path's scoping of a check to the roles
-            # that own what differs, which a converge skips
-            recap = re.search(r"%s\s*:\s*ok=(\d+)\s+changed=(\d+).*?skipped=(\d+)" % name, output)
-            self.check(recap and int(recap.group(1)) <= 7 and recap.group(2) == "0" and int(recap.group(3)) <= 1,
-                       "recap: %s ran more than the fast path: %s" % (name, recap.group(0) if recap else None))
+            self.check(*step_recap.fast_path_only(output, name))
         for node in self.nodes.values():
             self.no_badmin(node)
             self.not_restarted(node)

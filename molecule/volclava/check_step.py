@@ -25,8 +25,12 @@ the verification containers from the engine's events. STEP is one of:
 """
 
 import json
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "resources"))
+import step_recap  # noqa: E402  (molecule/resources/step_recap.py)
 
 OWNER = "hpc.gpu_containers:"
 DONE = 64
@@ -117,10 +121,6 @@ class Checker:
                    % (name, close["time"], restart, verified[:1], reopen["time"]))
         return close["time"], restart, reopen["time"]
 
-    def recap(self, name, failed):
-        self.check(re.search(r"%s\s*:.*failed=%d" % (name, failed), self.output),
-                   "recap: %s should have failed=%d" % (name, failed))
-
     # --- steps ------------------------------------------------------------
 
     def step_drift(self):
@@ -164,7 +164,7 @@ class Checker:
                              r"\s+terminate successfully", self.output, re.DOTALL),
                    "the run does not fail gpu01 with the verification's reason")
         for name, failed in ((HEAD, 0), (GPU01, 1), (GPU02, 0)):
-            self.recap(name, failed)
+            self.check(*step_recap.failed(self.output, name, failed))
         self.cycle(HEAD, "max-file")
         ctrl = self.host_ctrl(GPU01)
         self.check([e["op"] for e in ctrl] == ["close"], "gpu01: want one close, got %s" % ctrl)
@@ -192,12 +192,7 @@ class Checker:
         for name in self.nodes:
             self.untouched(name)
             self.not_restarted(name)
-            # the node Python pre-flight's two tasks, the fast path's three (and the inventory checks' two, run
-            # once, on the first host) and nothing else; skipped: the fast path's scoping of a check to the roles
-            # that own what differs, which a converge skips
-            recap = re.search(r"%s\s*:\s*ok=(\d+)\s+changed=(\d+).*?skipped=(\d+)" % name, self.output)
-            self.check(recap and int(recap.group(1)) <= 7 and recap.group(2) == "0" and int(recap.group(3)) <= 1,
-                       "recap: %s ran more than the fast path: %s" % (name, recap.group(0) if recap else None))
+            self.check(*step_recap.fast_path_only(self.output, name))
         self.open_(GPU01)
         self.operator_closed(GPU02)
 
