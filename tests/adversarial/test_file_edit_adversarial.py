@@ -9,7 +9,6 @@ writers, stale temp files, bytes that are not UTF-8.
 """
 
 import errno
-import multiprocessing
 import os
 import re
 import shutil
@@ -30,11 +29,10 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit impo
     FileEditError,
     edit_file,
 )
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.module_utils.forked import FORK, NOBODY, in_child
 
 OLD = "# site file\nA=1\n\tB=two words  \n"
 NEW = OLD + "C=3\n"
-NOBODY = 65534
-FORK = multiprocessing.get_context("fork")
 
 
 def _add(line):
@@ -78,35 +76,6 @@ def _snapshot(directory, dir_mtime=True):
                     entry += (handle.read(),)
             out[os.path.relpath(path, directory)] = entry
     return out
-
-
-def _in_child(func, timeout=20, unprivileged=False):
-    """Run ``func()`` in a forked child (as nobody when asked); return what it
-    returned or 'FileEditError: <msg>'.  A child that hangs fails the test."""
-    reader, writer = FORK.Pipe(duplex=False)
-
-    def body():
-        try:
-            if unprivileged:
-                os.setgroups([])
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-            writer.send(("ok", func()))
-        except FileEditError as err:
-            writer.send(("FileEditError", str(err)))
-        except BaseException as err:  # reported to the test, which fails on it
-            writer.send((type(err).__name__, str(err)))
-        os._exit(0)
-
-    child = FORK.Process(target=body)
-    child.start()
-    child.join(timeout)
-    if child.exitcode is None:
-        child.kill()
-        child.join()
-        pytest.fail("the edit hung for %d s" % timeout)
-    assert reader.poll(5), "child died with exit code %s" % child.exitcode
-    return reader.recv()
 
 
 @pytest.fixture
@@ -158,7 +127,7 @@ def test_non_regular_targets_are_refused_and_left_alone(tmp_path, kind, through_
         path.symlink_to(node)
     before = _snapshot(tmp_path)
 
-    outcome = _in_child(lambda: edit_file(str(path), _to_new, create=True, backup=True, check_mode=check_mode).changed)
+    outcome = in_child(lambda: edit_file(str(path), _to_new, create=True, backup=True, check_mode=check_mode).changed)
 
     if name is None:
         expected = "%s: is a directory, not a file" % path
@@ -263,7 +232,7 @@ def test_unprivileged_owner_edits_its_own_file(world_dir):
     os.chown(mine, NOBODY, NOBODY)
     os.chown(path, NOBODY, NOBODY)
     os.chmod(path, 0o600)
-    outcome = _in_child(lambda: edit_file(str(path), _to_new).changed, unprivileged=True)
+    outcome = in_child(lambda: edit_file(str(path), _to_new).changed, unprivileged=True)
     assert outcome == ("ok", True)
     st = os.stat(path)
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (NOBODY, NOBODY, 0o600)
@@ -389,7 +358,7 @@ def test_permission_denied_becomes_a_clear_error(world_dir, case):
     os.chmod(directory, {"unreadable-file": 0o755, "unsearchable-directory": 0o600}.get(case, 0o555))
     try:
         if os.geteuid() == 0:
-            outcome = _in_child(edit, unprivileged=True)
+            outcome = in_child(edit, unprivileged=True)
         else:
             try:
                 outcome = ("ok", edit())

@@ -19,6 +19,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit impo
     FileEditError,
     edit_file,
 )
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.module_utils.forked import in_child
 
 ORIGINAL = "# LSF site file\nLSF_LOGDIR=/var/log/lsf\n\tLSB_SHAREDIR=/shared  \n"
 
@@ -308,36 +309,11 @@ def test_concurrent_creators_of_an_absent_file_lose_no_update(tmp_path):
 
 # --- targets that are not regular files ----------------------------------------
 
-def _in_child(func, timeout=20):
-    """Run ``func()`` in a forked child; return (exitcode, message) or fail when it hangs."""
-    ctx = multiprocessing.get_context("fork")
-    reader, writer = ctx.Pipe(duplex=False)
-
-    def body():
-        try:
-            func()
-            writer.send("ok")
-        except FileEditError as err:
-            writer.send("FileEditError: %s" % err)
-        except BaseException as err:  # the message goes back to the test
-            writer.send("%s: %s" % (type(err).__name__, err))
-        os._exit(0)
-
-    child = ctx.Process(target=body)
-    child.start()
-    child.join(timeout)
-    if child.exitcode is None:
-        child.kill()
-        child.join()
-        pytest.fail("the edit hung for %d s" % timeout)
-    return reader.recv() if reader.poll(1) else None
-
-
 def test_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     fifo = tmp_path / "daemon.json"
     os.mkfifo(fifo)
-    message = _in_child(lambda: edit_file(str(fifo), _append("X=1"), create=True))
-    assert message == "FileEditError: %s: not a regular file (FIFO)" % fifo
+    outcome = in_child(lambda: edit_file(str(fifo), _append("X=1"), create=True))
+    assert outcome == ("FileEditError", "%s: not a regular file (FIFO)" % fifo)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert os.listdir(tmp_path) == ["daemon.json"]
 
