@@ -16,10 +16,10 @@ import os
 import stat
 
 import pytest
-from ansible.plugins.loader import callback_loader
 
 from ansible_collections.hpc.gpu_containers.plugins.callback import drift_report
 from ansible_collections.hpc.gpu_containers.tests.adversarial.test_registry_adversarial import run_playbook
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.callback.drift_callback import FakeResult, FakeTask, drift_callback
 
 # Key bodies carry a marker that nothing else in a report carries.
 MARK = "Xk9"
@@ -34,36 +34,6 @@ OPENSSH_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5
 UNTERMINATED_KEY = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANXk9cutOffBody0123456789abcdefghijklmnopqrstuvwxyz\n"
 BCRYPT_LINE = "hpcadmin:$2y$05$Xk9" + "a" * 50 + "\n"
 DOCKER_CONFIG = '{"auths": {"head:5000": {"auth": "Xk9aHBjYWRtaW46c2VjcmV0"}}}\n'
-
-
-class FakeTask:
-    def __init__(self, name, no_log=False):
-        self._name = name
-        self.action = "ansible.builtin.copy"
-        self.no_log = no_log
-        self.tags = []
-        self._role = None
-
-    def get_name(self):
-        return self._name
-
-
-class FakeHost:
-    def get_name(self):
-        return "head"
-
-
-class FakeResult:
-    def __init__(self, task, result):
-        self._task = task
-        self._host = FakeHost()
-        self._result = result
-
-
-def callback_for(report_dir, **options):
-    callback = callback_loader.get("hpc.gpu_containers.drift_report")
-    callback.set_options(direct=dict(report_dir=str(report_dir), **options))
-    return callback
 
 
 def report_text(report_dir):
@@ -89,7 +59,7 @@ DIFFS = [
 
 @pytest.mark.parametrize("diff", [case[1] for case in DIFFS], ids=[case[0] for case in DIFFS])
 def test_secrets_in_diffs_never_reach_the_report(tmp_path, diff):
-    callback = callback_for(tmp_path / "report", max_diff_lines=10)  # cuts "cut-mid-key" inside the key
+    callback = drift_callback(tmp_path / "report", max_diff_lines=10)  # cuts "cut-mid-key" inside the key
     callback.v2_runner_on_ok(FakeResult(FakeTask("Change something"), {"changed": True, "diff": diff}))
     text = report_text(tmp_path / "report")
     assert MARK not in text
@@ -109,7 +79,7 @@ WHERE = [
 
 @pytest.mark.parametrize("event", [case[1] for case in WHERE], ids=[case[0] for case in WHERE])
 def test_secrets_outside_diffs_never_reach_the_report(tmp_path, event):
-    event(callback_for(tmp_path / "report"))
+    event(drift_callback(tmp_path / "report"))
     assert MARK not in report_text(tmp_path / "report")
 
 
@@ -125,7 +95,7 @@ NO_LOG_SHAPES = [
 
 @pytest.mark.parametrize("no_log, result", [case[1:] for case in NO_LOG_SHAPES], ids=[case[0] for case in NO_LOG_SHAPES])
 def test_no_log_results_are_counted_but_carry_nothing(tmp_path, no_log, result):
-    callback = callback_for(tmp_path / "report")
+    callback = drift_callback(tmp_path / "report")
     callback.v2_runner_on_ok(FakeResult(FakeTask("Write a secret", no_log=no_log), dict(result)))
     report = json.loads((tmp_path / "report" / "drift.json").read_text())
     assert report["summary"]["changes"] == 1
@@ -139,7 +109,7 @@ def test_report_modes_do_not_depend_on_the_umask(tmp_path, umask):
     report_dir = tmp_path / "new" / "report"
     old = os.umask(umask)
     try:
-        callback_for(report_dir).v2_runner_on_ok(FakeResult(FakeTask("Write"), {"changed": True}))
+        drift_callback(report_dir).v2_runner_on_ok(FakeResult(FakeTask("Write"), {"changed": True}))
     finally:
         os.umask(old)
     assert stat.S_IMODE(report_dir.stat().st_mode) == drift_report.REPORT_DIR_MODE == 0o750
@@ -153,7 +123,7 @@ def test_a_world_writable_report_directory_is_warned_about(tmp_path, monkeypatch
     report_dir = tmp_path / "report"
     report_dir.mkdir()
     report_dir.chmod(0o777)
-    callback = callback_for(report_dir)
+    callback = drift_callback(report_dir)
     warnings = []
     monkeypatch.setattr(callback._display, "warning", lambda msg, *a, **k: warnings.append(msg))
     callback.v2_runner_on_ok(FakeResult(FakeTask("Write"), {"changed": True}))

@@ -20,9 +20,9 @@ import stat
 import tempfile
 
 import pytest
-from ansible.plugins.loader import callback_loader
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import edit_file
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.callback.drift_callback import FakeResult, FakeTask, drift_callback
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")
 try:
@@ -133,35 +133,11 @@ def test_root_keeps_owner_and_group_without_a_warning(shared_dir):
 # -- the drift report's directories ------------------------------------------------------------------------
 
 
-class _Task:
-    action = "ansible.builtin.copy"
-    no_log = False
-    tags = []
-    _role = None
-
-    def get_name(self):
-        return "Write"
-
-
-class _Host:
-    def get_name(self):
-        return "head"
-
-
-class _Result:
-    _task = _Task()
-    _host = _Host()
-
-    def __init__(self):
-        self._result = {"changed": True}
-
-
 def report(report_dir, monkeypatch):
-    callback = callback_loader.get("hpc.gpu_containers.drift_report")
-    callback.set_options(direct={"report_dir": str(report_dir)})
+    callback = drift_callback(report_dir)
     warnings = []
     monkeypatch.setattr(callback._display, "warning", lambda msg, *a, **k: warnings.append(msg))
-    callback.v2_runner_on_ok(_Result())
+    callback.v2_runner_on_ok(FakeResult(FakeTask("Write"), {"changed": True}))
     return warnings
 
 

@@ -12,10 +12,10 @@ import os
 import stat
 
 import pytest
-from ansible.plugins.loader import callback_loader
 
 from ansible_collections.hpc.gpu_containers.plugins.callback import drift_report
 from ansible_collections.hpc.gpu_containers.plugins.callback.drift_report import render_diff
+from ansible_collections.hpc.gpu_containers.tests.unit.plugins.callback.drift_callback import FakeResult, FakeStats, FakeTask, drift_callback
 
 KEY_BODY = ("MIGkAgEBBDBm0Jr8yQ1xkq7Bv2bqTn3wz2fQx9Hc7P0Lq4Vw1Zt8sJk3Nf6cRbA2\n"
             "oAcGBSuBBAAioWQDYgAE3w9Qh1sXJt0oYVbq3Vn8rXcK2mZpT5uLwE4yGfH6sDiA\n")
@@ -29,52 +29,13 @@ CENSORED = {
 }
 
 
-class FakeTask:
-    def __init__(self, name, action="ansible.builtin.copy", no_log=False):
-        self._name = name
-        self.action = action
-        self.no_log = no_log
-        self.tags = []
-        self._role = None
-
-    def get_name(self):
-        return self._name
-
-
-class FakeHost:
-    def __init__(self, name):
-        self._name = name
-
-    def get_name(self):
-        return self._name
-
-
-class FakeResult:
-    def __init__(self, task, result, host="head"):
-        self._task = task
-        self._host = FakeHost(host)
-        self._result = result
-
-
-class FakeStats:
-    """The counters of AggregateStats the callback reads: nothing failed, every host reached."""
-    failures = {}
-    dark = {}
-
-
-def make_callback(report_dir):
-    callback = callback_loader.get("hpc.gpu_containers.drift_report")
-    callback.set_options(direct={"report_dir": str(report_dir)})
-    return callback
-
-
 def report_texts(report_dir):
     return (report_dir / "drift.json").read_text(), (report_dir / "drift.md").read_text()
 
 
 def test_a_private_key_in_a_diff_is_redacted_in_both_files(tmp_path):
     report_dir = tmp_path / "report"
-    callback = make_callback(report_dir)
+    callback = drift_callback(report_dir)
     callback.v2_runner_on_ok(FakeResult(FakeTask("Install the site private key"), {
         "changed": True, "dest": "/etc/hpc-registry/tls/server.key",
         "diff": {"before": "", "after": PEM_KEY, "after_header": "/etc/hpc-registry/tls/server.key"}}))
@@ -127,7 +88,7 @@ def test_redact_keeps_ordinary_text():
 
 def test_a_censored_result_is_recorded_without_diff_or_item(tmp_path):
     report_dir = tmp_path / "report"
-    callback = make_callback(report_dir)
+    callback = drift_callback(report_dir)
     callback.v2_runner_on_ok(FakeResult(FakeTask("Install the site private key", no_log=True), dict(CENSORED)))
     report = json.loads((report_dir / "drift.json").read_text())
     change = report["hosts"]["head"]["changed"][0]
@@ -143,7 +104,7 @@ def test_a_censored_result_is_recorded_without_diff_or_item(tmp_path):
 ])
 def test_a_diff_on_a_no_log_result_is_not_stored(tmp_path, task_no_log, result_flags):
     report_dir = tmp_path / "report"
-    callback = make_callback(report_dir)
+    callback = drift_callback(report_dir)
     result = {"changed": True, "dest": "/etc/secret", "diff": {"before": "", "after": "password=hunter2\n"}}
     result.update(result_flags)
     callback.v2_runner_on_ok(FakeResult(FakeTask("Write a secret", no_log=task_no_log), result))
@@ -154,7 +115,7 @@ def test_a_diff_on_a_no_log_result_is_not_stored(tmp_path, task_no_log, result_f
 
 def test_a_censored_loop_item_keeps_no_label(tmp_path):
     report_dir = tmp_path / "report"
-    callback = make_callback(report_dir)
+    callback = drift_callback(report_dir)
     item = dict(CENSORED, _ansible_item_label={"name": "alice", "password": "hunter2"})
     callback.v2_runner_item_on_ok(FakeResult(FakeTask("Accounts", no_log=True), item))
     json_text, _md = report_texts(report_dir)
@@ -164,7 +125,7 @@ def test_a_censored_loop_item_keeps_no_label(tmp_path):
 
 def test_a_censored_failure_keeps_no_message(tmp_path):
     report_dir = tmp_path / "report"
-    callback = make_callback(report_dir)
+    callback = drift_callback(report_dir)
     failed = dict(CENSORED, failed=True, msg="login as alice:hunter2 refused")
     callback.v2_runner_on_failed(FakeResult(FakeTask("Log in", no_log=True), failed))
     report = json.loads((report_dir / "drift.json").read_text())
@@ -174,7 +135,7 @@ def test_a_censored_failure_keeps_no_message(tmp_path):
 
 def test_a_failure_message_is_redacted(tmp_path):
     report_dir = tmp_path / "report"
-    callback = make_callback(report_dir)
+    callback = drift_callback(report_dir)
     callback.v2_runner_on_failed(FakeResult(FakeTask("Parse key"), {"failed": True, "msg": "bad key: " + PEM_KEY}))
     json_text, md_text = report_texts(report_dir)
     assert "MIGk" not in json_text and "MIGk" not in md_text
@@ -185,7 +146,7 @@ def test_report_files_are_0640_and_a_new_directory_0750(tmp_path, umask):
     report_dir = tmp_path / "deep" / "report"
     old = os.umask(umask)
     try:
-        callback = make_callback(report_dir)
+        callback = drift_callback(report_dir)
         callback.v2_runner_on_ok(FakeResult(FakeTask("Managed file"), {"changed": True, "diff": {"before": "a\n", "after": "b\n"}}))
         callback.v2_playbook_on_stats(FakeStats())
     finally:
@@ -201,8 +162,7 @@ def test_a_prom_directory_of_its_own_is_made_0750_with_the_textfile_0640(tmp_pat
     report_dir, prom_dir = tmp_path / "report", tmp_path / "textfile" / "collector"
     old = os.umask(0)
     try:
-        callback = callback_loader.get("hpc.gpu_containers.drift_report")
-        callback.set_options(direct={"report_dir": str(report_dir), "prom_dir": str(prom_dir)})
+        callback = drift_callback(report_dir, prom_dir=str(prom_dir))
         callback.v2_runner_on_ok(FakeResult(FakeTask("Managed file"), {"changed": True}))
         assert not prom_dir.exists()  # written once, at the end of the run: never half a run's numbers
         callback.v2_playbook_on_stats(FakeStats())
@@ -216,7 +176,7 @@ def test_a_prom_directory_of_its_own_is_made_0750_with_the_textfile_0640(tmp_pat
 
 def test_junit_and_prom_hold_no_secret(tmp_path):
     report_dir = tmp_path / "report"
-    callback = make_callback(report_dir)
+    callback = drift_callback(report_dir)
     callback.v2_runner_on_ok(FakeResult(FakeTask("Install the site private key"), {
         "changed": True, "dest": "/etc/hpc-registry/tls/server.key",
         "diff": {"before": "", "after": PEM_KEY, "after_header": "/etc/hpc-registry/tls/server.key"}}))
@@ -233,7 +193,7 @@ def test_an_existing_directory_keeps_its_mode_and_the_files_are_still_0640(tmp_p
     report_dir = tmp_path / "report"
     report_dir.mkdir()
     report_dir.chmod(0o755)
-    callback = make_callback(report_dir)
+    callback = drift_callback(report_dir)
     callback.v2_playbook_on_start(type("Playbook", (), {"_file_name": "drift.yml"})())
     assert stat.S_IMODE(report_dir.stat().st_mode) == 0o755
     assert stat.S_IMODE((report_dir / "drift.json").stat().st_mode) == 0o640
@@ -245,7 +205,7 @@ def test_a_planted_temp_file_link_is_not_followed(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("untouched\n")
     (report_dir / "drift.json.tmp").symlink_to(victim)
-    callback = make_callback(report_dir)
+    callback = drift_callback(report_dir)
     callback.v2_runner_on_ok(FakeResult(FakeTask("Managed file"), {"changed": True}))
     assert victim.read_text() == "untouched\n"
     assert json.loads((report_dir / "drift.json").read_text())["summary"]["changes"] == 1
