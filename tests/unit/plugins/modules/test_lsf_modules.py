@@ -37,6 +37,15 @@ def check_then_run(module, capsys, path, **args):
     return done
 
 
+def refused(module, capsys, path, **args):
+    """A run the module must fail, leaving the file byte for byte as it was; its result."""
+    before = path.read_bytes()
+    res = run_module(module, capsys, path=str(path), **args)
+    assert res["failed"] is True, res
+    assert path.read_bytes() == before
+    return res
+
+
 def test_lsf_conf_seed_settings(tmp_path, capsys):
     path = sample(tmp_path, "bytedance__volclava__lsf.conf.in", "lsf.conf")
     original = path.read_text()
@@ -96,7 +105,6 @@ def test_lsf_resource_seed_on_default_shared(tmp_path, capsys):
 
 def test_lsf_resource_bad_requests(tmp_path, capsys):
     path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.shared", "lsf.shared")
-    before = path.read_bytes()
     for args, msg in [
         (dict(name="mem", description="x"), "reserved"),
         (dict(name="1x", description="x"), "starts with a digit"),
@@ -105,9 +113,8 @@ def test_lsf_resource_bad_requests(tmp_path, capsys):
         (dict(name="x", description="a (b)"), "parentheses"),
         (dict(name="x", interval=0, description="x"), "positive"),
     ]:
-        res = run_module(lsf_resource, capsys, path=str(path), **args)
-        assert res["failed"] is True and msg in res["msg"], res
-    assert path.read_bytes() == before
+        res = refused(lsf_resource, capsys, path, **args)
+        assert msg in res["msg"], res
 
 
 def test_lsf_host_seed_on_openlava_cluster(tmp_path, capsys):
@@ -146,12 +153,8 @@ def test_lsf_host_bad_requests(tmp_path, capsys, args, msg):
 
 def test_lsf_host_refuses_a_model_that_would_break_the_row(tmp_path, capsys):
     path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.cluster.LSFCluster", "lsf.cluster.c1")
-    before = path.read_bytes()
-    res = run_module(lsf_host, capsys, path=str(path), hosts=["newhost"], resources=["docker"],
-                     create_missing=True, model="(POWER9")
-    assert res["failed"] is True
+    res = refused(lsf_host, capsys, path, hosts=["newhost"], resources=["docker"], create_missing=True, model="(POWER9")
     assert res["msg"] == "%s: refusing to write '(POWER9' into the Host section: it does not read back as one value" % path
-    assert path.read_bytes() == before
 
 
 def test_lsf_conf_keeps_site_words_of_set_valued_keys(tmp_path, capsys):
@@ -194,10 +197,8 @@ def test_lsf_conf_refuses_shell_active_values_naming_the_key(tmp_path, capsys, v
 ])
 def test_lsf_host_refuses_line_breaking_input_up_front(tmp_path, capsys, module_args, fragment):
     path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.cluster.LSFCluster", "lsf.cluster.c1")
-    before = path.read_bytes()
-    res = run_module(lsf_host, capsys, path=str(path), **module_args)
-    assert res["failed"] is True and fragment in res["msg"], res["msg"]
-    assert path.read_bytes() == before
+    res = refused(lsf_host, capsys, path, **module_args)
+    assert fragment in res["msg"], res["msg"]
 
 
 @pytest.mark.parametrize("name, fragment", [("End", "would be read as an End line"),
@@ -205,10 +206,8 @@ def test_lsf_host_refuses_line_breaking_input_up_front(tmp_path, capsys, module_
                                             ("docker\n", "contains a character LSF forbids")])
 def test_lsf_resource_refuses_names_that_break_the_section(tmp_path, capsys, name, fragment):
     path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.shared", "lsf.shared")
-    before = path.read_bytes()
-    res = run_module(lsf_resource, capsys, path=str(path), name=name, description="x")
-    assert res["failed"] is True and fragment in res["msg"], res["msg"]
-    assert path.read_bytes() == before
+    res = refused(lsf_resource, capsys, path, name=name, description="x")
+    assert fragment in res["msg"], res["msg"]
 
 
 def test_lsf_host_per_host_resources_in_one_edit(tmp_path, capsys):
@@ -245,10 +244,8 @@ def test_lsf_host_per_host_resources_in_one_edit(tmp_path, capsys):
 ])
 def test_lsf_host_per_host_resources_bad_requests(tmp_path, capsys, args, msg):
     path = sample(tmp_path, "tmetsch__docker_compose_openlava__lsf.cluster.openlava", "lsf.cluster.openlava")
-    before = path.read_bytes()
-    res = run_module(lsf_host, capsys, path=str(path), **args)
-    assert res["failed"] is True and msg in res["msg"], res["msg"]
-    assert path.read_bytes() == before
+    res = refused(lsf_host, capsys, path, **args)
+    assert msg in res["msg"], res["msg"]
 
 
 def test_lsf_resource_several_in_one_edit(tmp_path, capsys):
@@ -279,10 +276,8 @@ def test_lsf_resource_several_in_one_edit(tmp_path, capsys):
 ])
 def test_lsf_resource_several_bad_requests_change_nothing(tmp_path, capsys, args, msg):
     path = sample(tmp_path, "Nero09__LSF-on-aws-cloud__lsf.shared", "lsf.shared")
-    before = path.read_bytes()
-    res = run_module(lsf_resource, capsys, path=str(path), **args)
-    assert res["failed"] is True and msg in res["msg"], res["msg"]
-    assert path.read_bytes() == before
+    res = refused(lsf_resource, capsys, path, **args)
+    assert msg in res["msg"], res["msg"]
 
 
 def test_lsf_conf_defaults_fill_only_what_the_site_left_undefined(tmp_path, capsys):
@@ -349,11 +344,8 @@ def test_lsf_host_static_values_in_the_resource_map(tmp_path, capsys):
 def test_lsf_host_static_values_next_to_a_sites_own_resource_map_row(tmp_path, capsys):
     path = sample(tmp_path, "tmetsch__docker_compose_openlava__lsf.cluster.openlava", "lsf.cluster.openlava")
     path.write_text(path.read_text().replace("End ResourceMap", "scratch  ([default])\nEnd ResourceMap"))
-    before = path.read_bytes()
-    res = run_module(lsf_host, capsys, path=str(path), static_values="resource_map",
-                     host_resources={"node1": {"scratch": 100}})
-    assert res["failed"] and res["msg"].startswith("%s:15: ResourceMap LOCATION ([default]) is not made of" % path)
-    assert path.read_bytes() == before
+    res = refused(lsf_host, capsys, path, static_values="resource_map", host_resources={"node1": {"scratch": 100}})
+    assert res["msg"].startswith("%s:15: ResourceMap LOCATION ([default]) is not made of" % path)
     res = check_then_run(lsf_host, capsys, path, static_values="resource_map", host_resources={"node1": {"gpus": 2}})
     assert "scratch  ([default])\ngpus" in path.read_text()
 
