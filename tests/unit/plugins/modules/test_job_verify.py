@@ -121,10 +121,24 @@ SECOND_GPU = {"index": 1, "uuid": SECOND, "pci_bus_id": "00000000:3B:00.0", "min
 TWO_FACTS = dict(FACTS, gpus=FACTS["gpus"] + [SECOND_GPU])
 
 
+def as_second_gpu(text):
+    """``text`` about the node's first GPU, told of its second (index 1) instead."""
+    return text.replace(UUID, SECOND).replace("00000000:00:04.0", "00000000:3B:00.0").replace("<minor_number>0", "<minor_number>1")
+
+
+def second_gpu_output(visible):
+    """What a one-GPU job or step that was given the second GPU (NVIDIA_VISIBLE_DEVICES ``visible``) prints."""
+    return as_second_gpu(gpu_output()).replace("nvidia_smi=present", "nvidia_visible_devices=%s\nnvidia_smi=present" % visible)
+
+
+def leak_reason(scheduler):
+    return ("%s: isolation: a job that %s allocated 1 GPU(s) sees 2 (every GPU of the node: the profile hands all GPUs "
+            "to every job)" % (scheduler, scheduler))
+
+
 def two_gpu_output():
     start, end = XML.index("<gpu "), XML.index("</gpu>") + len("</gpu>")
-    second = (XML[start:end].replace(UUID, SECOND).replace("00000000:00:04.0", "00000000:3B:00.0")
-              .replace("<minor_number>0", "<minor_number>1"))
+    second = as_second_gpu(XML[start:end])
     xml = (XML[:end] + "\n" + second + XML[end:]).replace("<attached_gpus>1</", "<attached_gpus>2</")
     return "hpc-verify: 1\narch=%s\nnvidia_visible_devices=0,1\nnvidia_smi=present\nnvidia_smi_rc=0\n%s\n%s\n%s\n" % (
         MACHINE, SMI_BEGIN, xml, SMI_END)
@@ -132,13 +146,9 @@ def two_gpu_output():
 
 @pytest.mark.parametrize("one_gpu_job, passed, reason", [
     # the one-GPU job sees the GPU LSF gave it (index 1 on the host, the second UUID)
-    (lambda: gpu_output().replace(UUID, SECOND).replace("00000000:00:04.0", "00000000:3B:00.0")
-     .replace("<minor_number>0", "<minor_number>1").replace("nvidia_smi=present", "nvidia_visible_devices=1\nnvidia_smi=present"),
-     True, None),
+    (lambda: second_gpu_output("1"), True, None),
     # a profile that hands every GPU to every job
-    (two_gpu_output, False,
-     "LSF: isolation: a job that LSF allocated 1 GPU(s) sees 2 (every GPU of the node: the profile hands all GPUs "
-     "to every job)"),
+    (two_gpu_output, False, leak_reason("LSF")),
 ], ids=["isolated", "leaks-every-gpu"])
 def test_lsf_one_gpu_job_must_see_only_its_gpu(run, lsf, monkeypatch, one_gpu_job, passed, reason):
     option, log = lsf
@@ -211,12 +221,8 @@ def test_slurm_step_failures_are_reasons(run, slurm, monkeypatch):
 
 
 @pytest.mark.parametrize("one_gpu_step, passed, reason", [
-    (lambda: gpu_output().replace(UUID, SECOND).replace("00000000:00:04.0", "00000000:3B:00.0")
-     .replace("<minor_number>0", "<minor_number>1")
-     .replace("nvidia_smi=present", "nvidia_visible_devices=%s\nnvidia_smi=present" % SECOND), True, None),
-    (two_gpu_output, False,
-     "Slurm: isolation: a job that Slurm allocated 1 GPU(s) sees 2 (every GPU of the node: the profile hands all "
-     "GPUs to every job)"),
+    (lambda: second_gpu_output(SECOND), True, None),
+    (two_gpu_output, False, leak_reason("Slurm")),
 ], ids=["isolated", "leaks-every-gpu"])
 def test_slurm_one_gpu_step_must_see_only_its_gpu(run, slurm, monkeypatch, one_gpu_step, passed, reason):
     option, log = slurm
