@@ -44,65 +44,40 @@ FIXTURE_XML = ROOT / "tests" / "fixtures" / "nvidia_smi" / "a100-sxm4-mig-510.47
 # The recorded values (gpus/README.md names their sources), written out here
 # so that a wrong edit of a values file fails a test instead of being read
 # back through the same parser.
+V100_SXM2_16GB = {"name": "Tesla V100-SXM2-16GB", "pci_device_id": 0x1DB110DE, "pci_subsystem_id": 0,
+                  "memory_total": 16160 * 1024 * 1024, "compute_capability": (7, 0), "mig_mode": None,
+                  "persistence_mode": 1}
+A100_SXM4_40GB = {"name": "NVIDIA A100-SXM4-40GB", "pci_device_id": 0x20B010DE, "pci_subsystem_id": 0x134F10DE,
+                  "memory_total": 40960 * 1024 * 1024, "compute_capability": (8, 0), "mig_mode": [0, 0],
+                  "persistence_mode": 0}
+
+
+def _gpus(model, devices):
+    """A node's GPUs: ``model``'s values, each device's (uuid, serial, bus_id), minor numbers in that order."""
+    return [dict(model, uuid=uuid, serial=serial, bus_id=bus_id, minor_number=minor)
+            for minor, (uuid, serial, bus_id) in enumerate(devices)]
+
+
 EXPECTED = {
     "gpu01": {
         "driver_version": "470.182.03",
         "cuda_driver_version": 11040,
         "cuda_version": "11.4",
-        "gpus": [
-            {
-                "name": "Tesla V100-SXM2-16GB",
-                "uuid": "GPU-29017365-4723-b07f-2ddf-a631c231412d",
-                "serial": "0323817061572",
-                "bus_id": "00000000:06:00.0",
-                "pci_device_id": 0x1DB110DE,
-                "pci_subsystem_id": 0,
-                "memory_total": 16160 * 1024 * 1024,
-                "compute_capability": (7, 0),
-                "mig_mode": None,
-                "persistence_mode": 1,
-                "minor_number": 0,
-            },
-            {
-                "name": "Tesla V100-SXM2-16GB",
-                "uuid": "GPU-fd2c28fd-ba69-958e-e127-93e5f585e4f6",
-                "serial": "0323817105293",
-                "bus_id": "00000000:07:00.0",
-                "pci_device_id": 0x1DB110DE,
-                "pci_subsystem_id": 0,
-                "memory_total": 16160 * 1024 * 1024,
-                "compute_capability": (7, 0),
-                "mig_mode": None,
-                "persistence_mode": 1,
-                "minor_number": 1,
-            },
-        ],
+        "gpus": _gpus(V100_SXM2_16GB, [
+            ("GPU-29017365-4723-b07f-2ddf-a631c231412d", "0323817061572", "00000000:06:00.0"),
+            ("GPU-fd2c28fd-ba69-958e-e127-93e5f585e4f6", "0323817105293", "00000000:07:00.0"),
+        ]),
     },
     "gpu02": {
         "driver_version": "535.129.03",
         "cuda_driver_version": 12020,
         "cuda_version": "12.2",
-        "gpus": [
-            {
-                "name": "NVIDIA A100-SXM4-40GB",
-                "uuid": uuid,
-                "serial": serial,
-                "bus_id": bus_id,
-                "pci_device_id": 0x20B010DE,
-                "pci_subsystem_id": 0x134F10DE,
-                "memory_total": 40960 * 1024 * 1024,
-                "compute_capability": (8, 0),
-                "mig_mode": [0, 0],
-                "persistence_mode": 0,
-                "minor_number": minor,
-            }
-            for minor, (uuid, serial, bus_id) in enumerate([
-                ("GPU-faae5314-b87e-87c0-400b-b7cfb9e7b310", "1323121035405", "00000000:2F:00.0"),
-                ("GPU-20af7308-7522-d66f-fe01-fb6f0551a4b9", "1323121013540", "00000000:35:00.0"),
-                ("GPU-55be19c4-22e1-4622-c7c5-a617a8001574", "1323121015220", "00000000:62:00.0"),
-                ("GPU-8029ef2b-47a3-15f7-cca6-5777783049b4", "1323121015264", "00000000:67:00.0"),
-            ])
-        ],
+        "gpus": _gpus(A100_SXM4_40GB, [
+            ("GPU-faae5314-b87e-87c0-400b-b7cfb9e7b310", "1323121035405", "00000000:2F:00.0"),
+            ("GPU-20af7308-7522-d66f-fe01-fb6f0551a4b9", "1323121013540", "00000000:35:00.0"),
+            ("GPU-55be19c4-22e1-4622-c7c5-a617a8001574", "1323121015220", "00000000:62:00.0"),
+            ("GPU-8029ef2b-47a3-15f7-cca6-5777783049b4", "1323121015264", "00000000:67:00.0"),
+        ]),
     },
 }
 A100 = EXPECTED["gpu02"]["gpus"]
