@@ -196,6 +196,15 @@ def _multiline_end(text, i):
     return i
 
 
+def _basic_end(text, i):
+    """Index of the quote that closes the one-line basic string opening at ``text[i]`` (a backslash escapes the
+    character after it), or of the line break or the text's end where it does not close."""
+    i += 1
+    while i < len(text) and text[i] not in '"\n':
+        i += 2 if text[i] == "\\" else 1
+    return i
+
+
 def _value_open(text):
     """True while a value is not finished on the text read so far: an array or inline table still open, or a
     multi-line string not yet closed (outside strings and comments)."""
@@ -208,9 +217,7 @@ def _value_open(text):
             continue
         ch = text[i]
         if ch == '"':
-            i += 1
-            while i < len(text) and text[i] not in '"\n':
-                i += 2 if text[i] == "\\" else 1
+            i = _basic_end(text, i)
         elif ch == "'":
             end = text.find("'", i + 1)
             i = len(text) if end < 0 else end
@@ -478,9 +485,7 @@ def _last_item_end(text, i):
             continue
         ch = text[i]
         if ch == '"':
-            i += 1
-            while i < len(text) and text[i] not in '"\n':
-                i += 2 if text[i] == "\\" else 1
+            i = _basic_end(text, i)
             last = i
         elif ch == "'":
             i = text.find("'", i + 1)

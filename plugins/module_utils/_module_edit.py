@@ -23,7 +23,8 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit impo
     edit_file,
 )
 
-__all__ = ["FILE_EDIT_ARGS", "model_errors", "result_dict", "run_edit", "text_value", "write_files"]
+__all__ = ["FILE_EDIT_ARGS", "exit_edit", "input_errors", "model_errors", "result_dict", "run_edit", "text_value",
+           "write_files"]
 
 # The options every file-editing module takes, documented once in the ``hpc.gpu_containers.file_edit`` doc
 # fragment: ``argument_spec=dict(..., **FILE_EDIT_ARGS)``.
@@ -56,6 +57,16 @@ def model_errors(path, syntax_error):
         raise FileEditError(err.msg, path=path, line=err.line)
     except ValueError as err:
         raise FileEditError(str(err), path=path)
+
+
+@contextmanager
+def input_errors(module, path):
+    """Around a module's check of its parameters, before the file is read: a ``ValueError`` fails the module
+    with ``path: <error>`` (and ``path``)."""
+    try:
+        yield
+    except ValueError as err:
+        module.fail_json(msg="%s: %s" % (path, err), path=path)
 
 
 def result_dict(module, result):
@@ -101,6 +112,14 @@ def run_edit(module, path, compute, create=False, validate=None, new_mode=0o644,
         module.fail_json(msg=str(err), path=path)
         raise  # not reached: fail_json exits
     return result_dict(module, result)
+
+
+def exit_edit(module, path, compute, outcome, **options):
+    """Run the edit (:func:`run_edit` with ``options``) and exit the module with its result and ``outcome``, what
+    ``compute`` recorded of the edit for the module's own return values."""
+    result = run_edit(module, path, compute, **options)
+    result.update(outcome)
+    module.exit_json(**result)
 
 
 def write_files(module, files, parent_mode=0o755):

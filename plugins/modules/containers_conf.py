@@ -162,7 +162,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._containers_con
     set_registries,
 )
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, exit_edit
 
 
 def main():
@@ -212,9 +212,7 @@ def main():
         outcome["changed_keys"] = changed
         return new_text
 
-    result = run_edit(module, path, compute, create=True)
-    result.update(outcome)
-    module.exit_json(**result)
+    exit_edit(module, path, compute, outcome, create=True)
 
 
 if __name__ == "__main__":

@@ -278,7 +278,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_applicatio
     LsfSyntaxError,
     apply_profiles,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, exit_edit, input_errors, model_errors
 
 _CONTAINER_OPTIONS = dict(
     runtime=dict(type="str", default="docker"),
@@ -350,10 +350,8 @@ def main():
         supports_check_mode=True,
     )
     path = module.params["path"]
-    try:
+    with input_errors(module, path):
         requests = _requests(module.params)
-    except ValueError as exc:
-        module.fail_json(msg="%s: %s" % (path, exc), path=path)
 
     outcome = {"changed_profiles": [], "profiles": []}
     if all(request.get("state") == "absent" for request in requests) and not os.path.lexists(path):
@@ -375,9 +373,7 @@ def main():
         return new_text, ["%s:%s" % (path, warning[len("line "):]) if warning.startswith("line ") else
                           "%s: %s" % (path, warning) for warning in warnings]
 
-    result = run_edit(module, path, compute, create=module.params["create"])
-    result.update(outcome)
-    module.exit_json(**result)
+    exit_edit(module, path, compute, outcome, create=module.params["create"])
 
 
 if __name__ == "__main__":

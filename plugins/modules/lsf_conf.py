@@ -149,7 +149,13 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_conf impor
     get_keys,
     set_keys,
 )
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit, text_value
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import (
+    FILE_EDIT_ARGS,
+    exit_edit,
+    input_errors,
+    model_errors,
+    text_value,
+)
 
 
 def normalize(name, value):
@@ -171,14 +177,12 @@ def main():
     )
     path = module.params["path"]
     settings, defaults = {}, {}
-    try:
+    with input_errors(module, path):
         for given, wanted in ((module.params["settings"], settings), (module.params["defaults"], defaults)):
             for name, value in given.items():
                 wanted[name] = normalize(name, value)
                 if wanted[name] is not None:
                     check_value(name, wanted[name])
-    except ValueError as err:
-        module.fail_json(msg="%s: %s" % (path, err), path=path)
 
     outcome = {}
 
@@ -191,9 +195,7 @@ def main():
         outcome["settings"] = {name: effective.get(name) for name in list(settings) + list(defaults)}
         return new_text, warnings
 
-    result = run_edit(module, path, compute)
-    result.update(outcome)
-    module.exit_json(**result)
+    exit_edit(module, path, compute, outcome)
 
 
 if __name__ == "__main__":

@@ -172,7 +172,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_cluster_ed
 )
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import LsfSyntaxError
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_resource_map import edit_resource_map
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, exit_edit, input_errors, model_errors
 
 
 def host_resource_groups(host_resources):
@@ -256,7 +256,7 @@ def main():
     hosts = p["hosts"] or []
     every = [h.lower() for h in hosts] == ["all"]
     map_values, map_remove = {}, {}
-    try:
+    with input_errors(module, path):
         if p["static_values"] == "resource_map" and p["host_resources"] is None:
             raise ValueError("static_values=resource_map works with host_resources only")
         if p["host_resources"] is not None:
@@ -277,8 +277,6 @@ def main():
             value = p[opt]
             if value is not None and (not value or value.split() != [value] or "#" in value):
                 raise ValueError("%s must be one word without blanks, line breaks or #, not %r" % (opt, value))
-    except ValueError as err:
-        module.fail_json(msg="%s: %s" % (path, err), path=path)
 
     outcome = {}
 
@@ -301,9 +299,7 @@ def main():
         outcome["created_hosts"] = created
         return text, warnings
 
-    result = run_edit(module, path, compute)
-    result.update(outcome)
-    module.exit_json(**result)
+    exit_edit(module, path, compute, outcome)
 
 
 if __name__ == "__main__":

@@ -179,65 +179,76 @@ commands:
   sample: [[badmin, hclose, -C, "hpc.gpu_containers: restart of dockerd", gpu01]]
 """
 
-import socket
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import WAIT_OPTIONS, drained
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import WAIT_OPTIONS
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_command import LsfCommandError, LsfCommands, failure
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_host_state import (
     ADMIN_CLOSED,
     LsfOutputError,
     close_comment,
     decide,
-    is_owned,
     no_jobs_message,
     parse_bhosts_long,
     parse_bjobs,
     started_jobs_on,
 )
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_drain import Scheduler, run_drain
 
 
-class _Lsf:
+class _Lsf(Scheduler):
+    """The host's batch state, its jobs and its close and open, through bhosts, bjobs and badmin."""
+
+    NAME, STATE, MARK, CLOSED, HELD = "host", "status", "comment", "closed", "the host stays closed (%s)"
+    mark = staticmethod(close_comment)
+
     def __init__(self, module, host):
-        self.module = module
-        self.host = host
+        super().__init__(module, host)
         # In a login shell, after sourcing the given profile.lsf when there is one.
         self.lsf = LsfCommands(module.run_command, profile=module.params["profile"])
 
-    def run(self, *argv):
-        return self.lsf.run(*argv)
-
-    def fail(self, msg, **extra):
-        self.module.fail_json(msg="%s: %s" % (self.host, msg), host=self.host, **extra)
-
     def state(self):
-        rc, out, err = self.run("bhosts", "-l", self.host)
+        rc, out, err = self.lsf.run("bhosts", "-l", self.name)
         if rc != 0:
-            self.fail(failure(["bhosts", "-l", self.host], rc, out, err))
+            self.fail(failure(["bhosts", "-l", self.name], rc, out, err))
         try:
             hosts = parse_bhosts_long(out)
         except LsfOutputError as exc:
             self.fail(str(exc))
-        if self.host not in hosts:
-            self.fail("bhosts -l %s does not list the host: %s" % (self.host, (out or err).strip()[-500:]))
-        return hosts[self.host]
+        if self.name not in hosts:
+            self.fail("bhosts -l %s does not list the host: %s" % (self.name, (out or err).strip()[-500:]))
+        return hosts[self.name]
 
     def jobs(self):
-        rc, out, err = self.run("bjobs", "-u", "all", "-w", "-m", self.host)
+        rc, out, err = self.lsf.run("bjobs", "-u", "all", "-w", "-m", self.name)
         if rc != 0 and not no_jobs_message(out + err):
-            self.fail(failure(["bjobs", "-u", "all", "-w", "-m", self.host], rc, out, err))
+            self.fail(failure(["bjobs", "-u", "all", "-w", "-m", self.name], rc, out, err))
         try:
-            return started_jobs_on(parse_bjobs(out), self.host)
+            return [job["job"] for job in started_jobs_on(parse_bjobs(out), self.name)]
         except LsfOutputError as exc:
             self.fail(str(exc))
 
-    def badmin(self, argv):
+    def decide(self, wanted, before, owner):
+        return decide(wanted, before["status"], before["comment"], owner)
+
+    def argv(self, action, mark):
+        return ["badmin", action, "-C", mark, self.name]
+
+    def predict(self, before, action, mark):
+        return {"status": ADMIN_CLOSED if action == "hclose" else "ok", "comment": mark}
+
+    def apply(self, action, argv):
         try:
             self.lsf.check(*argv)
         except LsfCommandError as exc:
             self.fail(str(exc))
+        after = self.state()
+        if action == "hclose" and after["status"] != ADMIN_CLOSED:
+            self.fail("badmin hclose ran, but bhosts shows the host %s" % after["status"], commands=[argv])
+        return after
+
+    def is_closed(self, state):
+        return state["status"] == ADMIN_CLOSED
 
 
 def main():
@@ -252,44 +263,7 @@ def main():
         required_if=[("state", "closed", ["reason"]), ("state", "drained", ["reason"])],
         supports_check_mode=True,
     )
-    p = module.params
-    since = p["since"] if p["since"] is not None else time.time()
-    host = p["host"] or socket.gethostname().split(".", 1)[0]
-    lsf = _Lsf(module, host)
-    try:
-        comment = close_comment(p["owner"], p["reason"])
-    except ValueError as exc:
-        module.fail_json(msg=str(exc), host=host)
-
-    before = lsf.state()
-    command, note = decide(p["state"], before["status"], before["comment"], p["owner"])
-    commands = []
-    status, after_comment = before["status"], before["comment"]
-    if command:
-        argv = ["badmin", command, "-C", comment, host]
-        commands.append(argv)
-        if module.check_mode:
-            status, after_comment = (ADMIN_CLOSED if command == "hclose" else "ok"), comment
-        else:
-            lsf.badmin(argv)
-            after = lsf.state()
-            status, after_comment = after["status"], after["comment"]
-            if command == "hclose" and status != ADMIN_CLOSED:
-                lsf.fail("badmin hclose ran, but bhosts shows the host %s" % status, commands=commands)
-
-    result = dict(changed=bool(command), host=host, status=status, comment=after_comment or "",
-                  closed=status == ADMIN_CLOSED, owned=status == ADMIN_CLOSED and is_owned(after_comment, p["owner"]),
-                  previous={"status": before["status"], "comment": before["comment"] or ""}, note=note,
-                  jobs=[], waited=0.0, timed_out=False, commands=commands, since=since, waiting=False, progress="")
-    if p["state"] == "drained":
-        fields, failure, warning = drained(lambda: [job["job"] for job in lsf.jobs()], host, p, since,
-                                           module.check_mode, "the host stays closed (%s)" % result["comment"])
-        result.update(fields)
-        if failure:
-            module.fail_json(msg=failure, **result)
-        if warning:
-            module.warn(warning)
-    module.exit_json(**result)
+    run_drain(module, _Lsf)
 
 
 if __name__ == "__main__":

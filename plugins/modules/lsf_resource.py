@@ -147,7 +147,7 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_shared_edi
     edit_resource,
 )
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._lsf_lexer import LsfSyntaxError
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, exit_edit, input_errors, model_errors
 
 SPEC_KEYS = ("type", "interval", "increasing", "consumable", "release", "description")
 
@@ -202,10 +202,8 @@ def main():
         supports_check_mode=True,
     )
     path = module.params["path"]
-    try:
+    with input_errors(module, path):
         wanted = requests(module.params)
-    except ValueError as err:
-        module.fail_json(msg="%s: %s" % (path, err), path=path)
 
     outcome = {}
 
@@ -226,9 +224,7 @@ def main():
             outcome["resources"] = rows
         return text, warnings
 
-    result = run_edit(module, path, compute)
-    result.update(outcome)
-    module.exit_json(**result)
+    exit_edit(module, path, compute, outcome)
 
 
 if __name__ == "__main__":

@@ -193,7 +193,13 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit, text_value
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import (
+    FILE_EDIT_ARGS,
+    input_errors,
+    model_errors,
+    run_edit,
+    text_value,
+)
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_conf import (
     defined_names,
     include_targets,
@@ -352,15 +358,13 @@ def main():
             re.compile(owned)
     except re.error as err:
         module.fail_json(msg="owned_features: %r is not a regular expression: %s" % (owned, err), path=path)
-    try:
+    with input_errors(module, path):
         settings = {}
         for name, value in module.params["settings"].items():
             settings[name] = normalize(name, value)
             if settings[name] is not None:
                 check_value(name, settings[name])
         records = dict((kind, normalize_records(kind, option, module.params[option])) for kind, option in KINDS)
-    except ValueError as err:
-        module.fail_json(msg="%s: %s" % (path, err), path=path)
 
     try:
         routes = route_records(path, records, module.params["nodes_path"], create_missing)

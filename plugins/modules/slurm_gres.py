@@ -130,7 +130,7 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, input_errors, model_errors, run_edit
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_gres import gpu_gres, set_gres
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_syntax import SlurmSyntaxError, check_node_name
 
@@ -148,7 +148,7 @@ def main():
     )
     path = module.params["path"]
     records, gres, devices = {}, {}, {}
-    try:
+    with input_errors(module, path):
         if module.params["per_node"] and len(module.params["nodes"]) != 1:
             raise ValueError("per_node: a per-node gres.conf describes one node; %d are given"
                              % len(module.params["nodes"]))
@@ -157,8 +157,6 @@ def main():
             if not isinstance(gpus, list) or not all(isinstance(gpu, dict) for gpu in gpus):
                 raise ValueError("nodes.%s must be a list of GPUs (gpu_facts gpus)" % node)
             records[node], gres[node], devices[node] = gpu_gres(gpus, module.params["typed"])
-    except ValueError as err:
-        module.fail_json(msg="%s: %s" % (path, err), path=path)
 
     outcome = {}
 

@@ -167,17 +167,10 @@ commands:
   sample: [[scontrol, update, NodeName=node01, State=DRAIN, "Reason=hpc.gpu_containers: restart of dockerd"]]
 """
 
-import socket
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import (
-    WAIT_OPTIONS,
-    close_comment,
-    drained,
-    is_owned,
-)
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._host_drain import WAIT_OPTIONS
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_drain import Scheduler, run_drain
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_node_state import (
     DRAIN,
     JOB_STATES,
@@ -188,17 +181,15 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_node_sta
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._slurm_nodes import parse_nodes
 
 
-class _Slurm:
+class _Slurm(Scheduler):
     """The node's state, its jobs and its updates, through scontrol and squeue."""
 
+    NAME, STATE, MARK, CLOSED, HELD = "node", "state", "reason", "drained", "the node stays drained (%s)"
+
     def __init__(self, module, node):
-        self.module = module
-        self.node = node
+        super().__init__(module, node)
         self.scontrol = module.get_bin_path("scontrol", required=True)
         self.squeue = module.get_bin_path("squeue", required=True)
-
-    def fail(self, msg, **extra):
-        self.module.fail_json(msg="%s: %s" % (self.node, msg), node=self.node, **extra)
 
     def _run(self, argv, what):
         rc, out, err = self.module.run_command(argv)
@@ -207,19 +198,38 @@ class _Slurm:
         return out
 
     def state(self):
-        out = self._run([self.scontrol, "--oneliner", "show", "node", self.node], "scontrol show node %s" % self.node)
+        out = self._run([self.scontrol, "--oneliner", "show", "node", self.name], "scontrol show node %s" % self.name)
         for node in parse_nodes(out):
-            if node["name"] == self.node:
+            if node["name"] == self.name:
                 return node
-        return self.fail("scontrol show node %s does not list the node: %s" % (self.node, out.strip()[-500:]))
+        return self.fail("scontrol show node %s does not list the node: %s" % (self.name, out.strip()[-500:]))
 
     def jobs(self):
         return parse_job_ids(self._run(
-            [self.squeue, "--noheader", "--nodelist=%s" % self.node, "--states=%s" % ",".join(JOB_STATES),
-             "--format=%i"], "squeue --nodelist=%s" % self.node))
+            [self.squeue, "--noheader", "--nodelist=%s" % self.name, "--states=%s" % ",".join(JOB_STATES),
+             "--format=%i"], "squeue --nodelist=%s" % self.name))
 
-    def update(self, argv):
+    def decide(self, wanted, before, owner):
+        return decide(wanted, before, owner)
+
+    def argv(self, action, mark):
+        argv = ["scontrol", "update", "NodeName=%s" % self.name, "State=%s" % action]
+        return argv + ["Reason=%s" % mark] if action == DRAIN else argv
+
+    def predict(self, before, action, mark):
+        base = (before["state"] or "IDLE").split("+", 1)[0]
+        return dict(before, state=base + "+" + DRAIN if action == DRAIN else base,
+                    reason=mark if action == DRAIN else None)
+
+    def apply(self, action, argv):
         self._run([self.scontrol] + argv[1:], " ".join(argv))
+        after = self.state()
+        if is_drained(after) != (action == DRAIN):
+            self.fail("%s ran, but scontrol shows the node %s" % (" ".join(argv), after["state"]), commands=[argv])
+        return after
+
+    def is_closed(self, state):
+        return is_drained(state)
 
 
 def main():
@@ -233,48 +243,7 @@ def main():
         required_if=[("state", "drain", ["reason"]), ("state", "drained", ["reason"])],
         supports_check_mode=True,
     )
-    p = module.params
-    since = p["since"] if p["since"] is not None else time.time()
-    node = p["node"] or socket.gethostname().split(".", 1)[0]
-    try:
-        reason = close_comment(p["owner"], p["reason"])
-    except ValueError as exc:
-        module.fail_json(msg=str(exc), node=node)
-    slurm = _Slurm(module, node)
-
-    before = slurm.state()
-    action, note = decide(p["state"], before, p["owner"])
-    commands = []
-    after = dict(before)
-    if action:
-        argv = ["scontrol", "update", "NodeName=%s" % node, "State=%s" % action]
-        if action == DRAIN:
-            argv.append("Reason=%s" % reason)
-        commands.append(argv)
-        if module.check_mode:
-            base = (before["state"] or "IDLE").split("+", 1)[0]
-            after = dict(before, state=base + "+" + DRAIN if action == DRAIN else base,
-                         reason=reason if action == DRAIN else None)
-        else:
-            slurm.update(argv)
-            after = slurm.state()
-            if is_drained(after) != (action == DRAIN):
-                slurm.fail("%s ran, but scontrol shows the node %s" % (" ".join(argv), after["state"]),
-                           commands=commands)
-
-    result = dict(changed=bool(action), node=node, state=after["state"], reason=after["reason"] or "",
-                  drained=is_drained(after), owned=is_drained(after) and is_owned(after["reason"], p["owner"]),
-                  previous={"state": before["state"], "reason": before["reason"] or ""}, note=note,
-                  jobs=[], waited=0.0, timed_out=False, commands=commands, since=since, waiting=False, progress="")
-    if p["state"] == "drained":
-        fields, failure, warning = drained(slurm.jobs, node, p, since, module.check_mode,
-                                           "the node stays drained (%s)" % result["reason"])
-        result.update(fields)
-        if failure:
-            module.fail_json(msg=failure, **result)
-        if warning:
-            module.warn(warning)
-    module.exit_json(**result)
+    run_drain(module, _Slurm)
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ backup_file:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, model_errors, run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import FILE_EDIT_ARGS, exit_edit, model_errors
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._subid import SubidError, ensure_ranges
 
 
@@ -100,9 +100,7 @@ def main():
         outcome["ranges"] = {user: {"start": s, "count": c} for user, (s, c) in assigned.items()}
         return new_text, warnings
 
-    result = run_edit(module, path, compute, create=True)
-    result.update(outcome)
-    module.exit_json(**result)
+    exit_edit(module, path, compute, outcome, create=True)
 
 
 if __name__ == "__main__":

@@ -349,3 +349,15 @@ def test_a_list_that_grows_keeps_its_lines_and_comments(raw, expected):
     out, changed = set_keys(text, {"storage.options": {"additionalimagestores": current + ["/c"]}})
     assert out == "[storage.options]\nadditionalimagestores = %s\nsize = \"\"\n" % expected
     assert changed == ["storage.options.additionalimagestores"]
+
+
+@pytest.mark.parametrize("text, end", [
+    ('"abc" rest', 4),
+    ('"a\\"b" rest', 5),
+    ('"a\\\\" rest', 4),
+    ('"open\nnext"', 5),
+    ('"open', 5),
+])
+def test_a_basic_strings_end_is_its_closing_quote_or_the_line_break(text, end):
+    """The one scan of a basic string that both the open-value and the array-end readers use."""
+    assert _containers_conf._basic_end(text, 0) == end

@@ -10,7 +10,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpc.gpu_containers.plugins.module_utils._file_edit import FileEditError
-from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import run_edit
+from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit import exit_edit, input_errors, run_edit
 
 ORIGINAL = "LSF_LOGDIR=/var/log/lsf\n"
 
@@ -122,6 +122,37 @@ def _failed(capsys, call):
     out = json.loads(capsys.readouterr().out)
     assert out["failed"] is True
     return out
+
+
+def _bad_input(module, path):
+    with input_errors(module, path):
+        raise ValueError("settings: LSF_LOGDIR must be a path")
+
+
+def test_input_errors_fail_the_module_with_the_path_before_the_file_is_read(conf, capsys, make_module):
+    module = make_module({"path": str(conf)})
+    out = _failed(capsys, lambda: _bad_input(module, str(conf)))
+    assert out["msg"] == "%s: settings: LSF_LOGDIR must be a path" % conf and out["path"] == str(conf)
+    with input_errors(module, str(conf)):
+        checked = True
+    assert checked
+
+
+def test_exit_edit_returns_the_edit_and_what_compute_recorded(tmp_path, capsys, make_module):
+    path = tmp_path / "lsf.conf"
+    module = make_module({"path": str(path), "backup": True})
+    outcome = {}
+
+    def compute(text):
+        outcome["changed_keys"] = ["LSF_PROCESS_TRACKING"]
+        return _add(text or ""), []
+
+    with pytest.raises(SystemExit) as exc:
+        exit_edit(module, str(path), compute, outcome, create=True, new_mode=0o600)
+    assert exc.value.code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["changed"] is True and out["changed_keys"] == ["LSF_PROCESS_TRACKING"]
+    assert path.read_text() == "LSF_PROCESS_TRACKING=Y\n" and os.stat(path).st_mode & 0o777 == 0o600
 
 
 def test_fifo_fails_the_module_without_blocking(tmp_path, capsys, make_module):
