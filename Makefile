@@ -35,10 +35,10 @@ WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
 # scenario alone (the longest); a real Slurm with Docker jobs as a user across two nodes, then the
 # registry's explicit insecure mode and bad inputs under the oldest supported ansible-core (every other
 # scenario runs under the newest, which covers the registry role's tasks; running registry_insecure twice
-# cost CI about 10 minutes); the volclava node image, then a real LSF-family cluster (volclava) with rolling
-# changes on it (close, drain a user's job, restart, verify, reopen), then the rootless runtimes (podman,
-# udocker) on a GPU node of their own. The Slurm node image is built in the lanes that use it (make:slurm-image,
-# a cache hit for the second), not before every lane starts; `make molecule` builds it first only when
+# cost CI about 10 minutes), then the rootless runtimes (podman, udocker) on a GPU node of their own; the
+# volclava node image, then a real LSF-family cluster (volclava) with rolling changes on it (close, drain a
+# user's job, restart, verify, reopen), whose side effect alone took 47 minutes of CI's run. The Slurm node image
+# (slurm and rootless run on it) is built in the lane that uses it (make:slurm-image), not before every lane starts; `make molecule` builds it first only when
 # MOLECULE_LANES does not. A fourth lane: `make test`'s checks (CHECKS below), then
 # MOLECULE_AFTER (the EL package path on a stand-in userland).
 # Not in `make test`: `rolling`, the same rolling changes on LSF stubs with LSF 10.1's application profile
@@ -47,7 +47,7 @@ WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
 # lane of two: MOLECULE_LANES='"default slurm"'; the EL scenario: MOLECULE_LANES='"make:el-image el"'.
 # Each lane's output: molecule-lane-<n>.log.
 # <scenario>@oldest runs a scenario under the oldest supported ansible-core (.venv/oldest).
-MOLECULE_LANES ?= "default" "make:slurm-image slurm registry_insecure@oldest" "make:volclava-image volclava make:slurm-image rootless"
+MOLECULE_LANES ?= "default" "make:slurm-image slurm registry_insecure@oldest rootless" "make:volclava-image volclava"
 
 # $(call timed,<label>,<command>): run a command and report its wall time.
 define timed
@@ -155,17 +155,15 @@ molecule: venv $(if $(findstring @oldest,$(MOLECULE_LANES)),venv-oldest) ## mole
 	    $(if $(strip $(MOLECULE_BESIDE)),$(WITH_VENV) tools/molecule-lanes.sh "$(strip $(MOLECULE_BESIDE))",true); \
 	fi
 
-# Not part of `test` (CI runs it beside `make test`, .ci/run): about an hour on 2
-# shared cores under CI's load, plus 7-9 minutes when the disk image is not cached yet
-# (molecule/README.md, "ppc64le"). It is CI's longest path, so the disk image is built at the
-# caller's priority, as the emulated node runs.
+# Not part of `test`, nor of CI's run (.ci/run says why): about an hour on 2 shared cores beside `make test`,
+# plus 16 minutes when the disk image is not cached yet (molecule/README.md, "ppc64le").
 # Needs root (mmdebstrap --mode=root, binfmt_misc), a Docker engine and
 # qemu-system-ppc64; its own ANSIBLE_HOME, so it can run beside `make molecule`.
 ppc64le: venv image ppc64le-disk ## A POWER9 node under qemu beside an x86_64 node: molecule test -s ppc64le
 	@docker info >/dev/null 2>&1 || { echo "make ppc64le: FAILED: no Docker engine answers (docker info failed); nothing was run" >&2; exit 1; }
 	@$(call timed,molecule ppc64le,$(WITH_VENV) ANSIBLE_HOME="$(CURDIR)/$(VENV)/.ansible-ppc64le" molecule test -s ppc64le)
 
-# Needs neither venv nor node image: CI (.ci/run) builds it beside them.
+# Needs neither venv nor node image: it can be built beside them.
 ppc64le-disk: ## Build (or find cached) the ppc64le node's disk image (tools/ppc64le-node.sh build)
 	@[ "$$(id -u)" = 0 ] || { echo "make ppc64le-disk: FAILED: needs root (mmdebstrap --mode=root, binfmt_misc); nothing was run" >&2; exit 1; }
 	@command -v qemu-system-ppc64 >/dev/null || { echo "make ppc64le-disk: FAILED: qemu-system-ppc64 is missing: apt-get install qemu-system-ppc (from bookworm-backports where qemu-utils 10 is installed); nothing was run" >&2; exit 1; }

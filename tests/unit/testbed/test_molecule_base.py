@@ -37,19 +37,20 @@ def test_every_scenario_is_found():
     assert {"default", "el", "ppc64le", "registry_insecure", "rolling", "rootless", "slurm", "volclava"} <= set(SCENARIOS)
 
 
-# Run on demand only (molecule/README.md): the volclava scenario runs its rolling steps on a real scheduler.
-ON_DEMAND = {"rolling"}
+# Run on demand only (molecule/README.md): rolling (the volclava scenario runs its rolling steps on a real
+# scheduler) and ppc64le (`make ppc64le`: the emulated POWER9 node would take CI's run past its 90 minutes;
+# .ci/run and docs/support-matrix.md say so).
+ON_DEMAND = {"rolling", "ppc64le"}
 
 
 def test_every_other_scenario_runs_in_ci():
-    """make test's lanes (MOLECULE_LANES, then MOLECULE_AFTER) and .ci/run's make ppc64le run every scenario."""
+    """make test's lanes (MOLECULE_LANES, then MOLECULE_AFTER) run every scenario but the on-demand ones."""
     makefile = (ROOT / "Makefile").read_text()
     lanes = re.search(r"^MOLECULE_LANES \?= (.*)$", makefile, re.M).group(1)
     after = re.search(r"^MOLECULE_AFTER \?= .*,(make:\S+ \S+)\)$", makefile, re.M).group(1)
     steps = {word.split("@")[0] for word in (lanes.replace('"', " ") + " " + after).split()
              if not word.startswith("make:")}
-    assert "make ppc64le" in (ROOT / ".ci" / "run").read_text()
-    assert steps | {"ppc64le"} == set(SCENARIOS) - ON_DEMAND
+    assert steps == set(SCENARIOS) - ON_DEMAND
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
