@@ -37,10 +37,10 @@ WITH_VENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" VIRTUAL_ENV="$(CURDIR)/$(VENV)"
 # scenario runs under the newest, which covers the registry role's tasks; running registry_insecure twice
 # cost CI about 10 minutes), then the rootless runtimes (podman, udocker) on a GPU node of their own; the
 # volclava node image, then a real LSF-family cluster (volclava) with rolling changes on it (close, drain a
-# user's job, restart, verify, reopen), whose side effect alone took 47 minutes of CI's run. The Slurm node image
-# (slurm and rootless run on it) is built in the lane that uses it (make:slurm-image), not before every lane starts; `make molecule` builds it first only when
-# MOLECULE_LANES does not. A fourth lane: `make test`'s checks (CHECKS below), then
-# MOLECULE_AFTER (the EL package path on a stand-in userland).
+# user's job, restart, verify, reopen), whose side effect alone took 47 minutes of CI's run. The Slurm node
+# image (slurm and rootless run on it) is built in the lane that uses it (make:slurm-image), not before every
+# lane starts; `make molecule` builds it first only when MOLECULE_LANES does not. A fourth lane: `make test`'s
+# checks (CHECKS below), then MOLECULE_AFTER (the EL package path on a stand-in userland).
 # Not in `make test`: `rolling`, the same rolling changes on LSF stubs with LSF 10.1's application profile
 # (the verification job through `bsub -app` after the reopen); MOLECULE_LANES=rolling runs it.
 # Every scenario has its own nodes, network and volumes. One scenario: MOLECULE_LANES=slurm; one

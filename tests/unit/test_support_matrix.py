@@ -121,7 +121,7 @@ def _min_version(spec):
     return ".".join(lower[0].split(".")[:2])
 
 
-def test_every_status_is_one_of_the_three():
+def test_every_status_is_one_of_the_four():
     table = _table("Operating system")
     assert table["header"][2:] == list(ARCHITECTURES)
     for row in platform_rows():
