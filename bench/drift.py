@@ -401,8 +401,10 @@ def playbook(env, inventory, name, args, label, prefix=()):
     report = STATE / "drift-report" / label
     shutil.rmtree(report, ignore_errors=True)
     run_env = dict(env, BENCH_TIMING_JSON=str(timing), HPC_DRIFT_REPORT_DIR=str(report))
-    run_env["ANSIBLE_CALLBACKS_ENABLED"] = "bench_timing" + (
-        ",hpc.gpu_containers.drift_report" if "drift" in name else "")
+    # BENCH_CALLBACKS_EXTRA: callbacks a benchmark adds (bench/controller.py: the site templates' progress).
+    run_env["ANSIBLE_CALLBACKS_ENABLED"] = ",".join(
+        ["bench_timing"] + (["hpc.gpu_containers.drift_report"] if "drift" in name else [])
+        + [cb for cb in env.get("BENCH_CALLBACKS_EXTRA", "").split(",") if cb])
     argv = [*prefix, str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory), *args,
             str(ROOT / name)]
     # (ROOT / name is name itself when name is an absolute path)

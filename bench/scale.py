@@ -261,13 +261,19 @@ def main(argv=None):
             largest["baseline"] = measured(env, site, "bench/baseline/site.yml", ["--check", "--diff"],
                                            "baseline-%d" % sizes[-1])
     finally:
-        raw["load_after"] = drift.loadavg()
-        raw["finished"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
-        write_raw(raw)
-        if not opts.keep:
-            site.down()
+        finish(raw, site, opts.keep)
     write_report(raw, opts.out)
     return 0
+
+
+def finish(raw, site, keep):
+    """The end of a benchmark's run, also of one that failed: the load and the time, the raw figures written, the
+    nodes removed unless ``keep``."""
+    raw["load_after"] = drift.loadavg()
+    raw["finished"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    write_raw(raw)
+    if not keep:
+        site.down()
 
 
 def profile(env, site, size, top=15):
@@ -304,8 +310,9 @@ def write_raw(raw):
     (STATE / "raw.json").write_text(json.dumps(raw, indent=1))
 
 
-def write_report(raw, out):
-    lines = render(raw)
+def write_report(raw, out, renderer=None):
+    """The results file ``out``, by ``renderer`` (this benchmark's render by default)."""
+    lines = (renderer or render)(raw)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text("\n".join(lines) + "\n")
     log("wrote %s" % out)

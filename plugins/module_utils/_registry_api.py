@@ -24,7 +24,18 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils import _image_i
 
 
 class RegistryError(Exception):
-    """A request the registry refused or did not answer."""
+    """A request the registry refused or did not answer. ``transient``: no answer (no connection, a timeout) or
+    HTTP 429 or 5xx, which the same request a moment later may not meet."""
+
+    def __init__(self, message, transient=False):
+        super().__init__(message)
+        self.transient = transient
+
+
+def _transient(exc):
+    """Whether an HTTP error or a failure to connect may be gone a moment later."""
+    code = getattr(exc, "code", None)
+    return code == 429 or (code or 0) >= 500 if isinstance(exc, HTTPError) else isinstance(exc, OSError)
 
 
 _CHALLENGE_PARAM = re.compile(r'([A-Za-z_]+)\s*=\s*"([^"]*)"')
@@ -70,9 +81,9 @@ class Registry:
             answer = json.loads(response.read().decode("utf-8"))
         except HTTPError as exc:
             hint = " (check the registry account)" if exc.code in (401, 403) else ""
-            raise RegistryError("token service %s: HTTP %d%s" % (realm, exc.code, hint))
+            raise RegistryError("token service %s: HTTP %d%s" % (realm, exc.code, hint), _transient(exc))
         except (URLError, OSError, ValueError) as exc:
-            raise RegistryError("token service %s: %s" % (realm, getattr(exc, "reason", exc)))
+            raise RegistryError("token service %s: %s" % (realm, getattr(exc, "reason", exc)), _transient(exc))
         token = (answer.get("token") or answer.get("access_token")) if isinstance(answer, dict) else None
         if not token or not isinstance(token, str):
             raise RegistryError("token service %s: the answer holds no token" % realm)
@@ -102,9 +113,9 @@ class Registry:
             except (OSError, AttributeError):
                 detail = ""  # the body is only for the message
             hint = " (check the registry account)" if exc.code in (401, 403) else ""
-            raise RegistryError("%s %s: HTTP %d%s %s" % (method, url, exc.code, hint, detail))
+            raise RegistryError("%s %s: HTTP %d%s %s" % (method, url, exc.code, hint, detail), _transient(exc))
         except (URLError, OSError, ValueError) as exc:
-            raise RegistryError("%s %s: %s" % (method, url, getattr(exc, "reason", exc)))
+            raise RegistryError("%s %s: %s" % (method, url, getattr(exc, "reason", exc)), _transient(exc))
 
     def manifest(self, tag, accept=model.ACCEPT_ANY):
         """(document, body bytes, media type) of a tag or digest; (None, None, None) when it is not there."""

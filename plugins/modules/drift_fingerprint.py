@@ -50,7 +50,8 @@ options:
       - C(paths) (files; a directory covers everything below it), C(packages), C(services) (systemd units),
         C(groups) (members), C(images) (local Docker image ids), C(manifests) (the registry's digest of each
         C(registry/repository:tag), asked with the node's Docker login in C(~/.docker/config.json) and its trust in
-        C(/etc/docker/certs.d), or plain HTTP for a registry in daemon.json's C(insecure-registries)), C(node)
+        C(/etc/docker/certs.d), or plain HTTP for a registry in daemon.json's C(insecure-registries); a registry
+        that does not answer, or answers HTTP 429 or 5xx, is asked once more two seconds later), C(node)
         (true - machine, host name, OS release) and C(gpus) (true - the GPU and CPU facts of
         M(hpc.gpu_containers.gpu_facts)).
       - C(members), a mapping of each group to the members the inventory names. Another member of the group is a
@@ -177,6 +178,7 @@ import json
 import os
 import pwd
 import shutil
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -192,6 +194,10 @@ def _gpu_facts():
 
 
 DOCKER_CONFIG = None  # the user's ~/.docker/config.json
+# A registry that many nodes' checks ask at once may not answer in time, or answer 429 or 5xx: a manifest is asked
+# once more after a short wait before that counts as a difference (which sends the node through its full check).
+MANIFEST_ATTEMPTS = 2
+MANIFEST_RETRY_DELAY = 2
 DAEMON_JSON = "/etc/docker/daemon.json"
 CERTS_D = "/etc/docker/certs.d"
 
@@ -216,11 +222,16 @@ def _manifest_digest(reference):
     registry = Registry({"registry": host, "repository": repository, "insecure": insecure, "username": username,
                          "password": password, "ca_path": ca_path if os.path.exists(ca_path) else None,
                          "timeout": 30})
-    try:
-        _document, body, _media_type = registry.manifest(tag)
-    except RegistryError as err:
-        return "not answered: %s" % type(err).__name__
-    return digest_of(body) if body is not None else "absent"
+    for attempt in range(1, MANIFEST_ATTEMPTS + 1):
+        try:
+            _document, body, _media_type = registry.manifest(tag)
+        except RegistryError as err:
+            if err.transient and attempt < MANIFEST_ATTEMPTS:
+                time.sleep(MANIFEST_RETRY_DELAY)
+                continue
+            return "not answered: %s" % type(err).__name__
+        return digest_of(body) if body is not None else "absent"
+    return "not answered"  # not reached: the last attempt returns
 
 
 def main():

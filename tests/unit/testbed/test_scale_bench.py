@@ -13,10 +13,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def load_bench():
+def load_bench(name="scale"):
+    """bench/<name>.py as a module (its imports of the other bench scripts found beside it)."""
     sys.path.insert(0, str(ROOT / "bench"))
     try:
-        spec = importlib.util.spec_from_file_location("scale_bench", ROOT / "bench" / "scale.py")
+        spec = importlib.util.spec_from_file_location("%s_bench" % name, ROOT / "bench" / ("%s.py" % name))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:

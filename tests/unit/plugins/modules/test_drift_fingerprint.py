@@ -167,7 +167,8 @@ def test_bad_items_fail_by_name(node, capsys):
     assert not (node / "f.json").exists()
 
 
-def test_a_manifest_replaced_in_the_registry_is_a_difference(node, registry, capsys):  # pylint: disable=redefined-outer-name
+def _recorded_manifest(node, registry, capsys):  # pylint: disable=redefined-outer-name
+    """A node logged in to the test registry, with one image's manifest recorded; its record and reference."""
     registry.push_image("v1", "amd64")
     (node / "config.json").write_text(json.dumps({"auths": {registry.address: {
         "auth": base64.b64encode(b"hpcadmin:s3cret-pw").decode()}}}))
@@ -175,6 +176,11 @@ def test_a_manifest_replaced_in_the_registry_is_a_difference(node, registry, cap
     record = str(node / "fingerprint.json")
     reference = "%s/%s:v1" % (registry.address, REPO)
     run(capsys, path=record, state="record", inputs="x", items={"manifests": [reference]})
+    return record, reference
+
+
+def test_a_manifest_replaced_in_the_registry_is_a_difference(node, registry, capsys):  # pylint: disable=redefined-outer-name
+    record, reference = _recorded_manifest(node, registry, capsys)
     assert run(capsys, path=record, inputs="x")["clean"]
     registry.push_image("v1", "amd64", salt="replaced")
     assert run(capsys, path=record, inputs="x")["differences"] == ["manifest:" + reference]
@@ -182,3 +188,34 @@ def test_a_manifest_replaced_in_the_registry_is_a_difference(node, registry, cap
     (node / "config.json").write_text("{}")
     result = run(capsys, path=record, inputs="x")
     assert result["differences"] == ["manifest:" + reference] and "s3cret" not in json.dumps(result)
+
+
+def _manifest_asked(registry, reference):  # pylint: disable=redefined-outer-name
+    tag_path = "/v2/%s/manifests/%s" % (REPO, reference.rsplit(":", 1)[1])
+    return sum(1 for method, path, _accept in registry.requests if method == "GET" and path == tag_path)
+
+
+def test_a_registry_that_fails_once_under_load_is_asked_again_and_the_node_stays_clean(node, registry, capsys,  # pylint: disable=redefined-outer-name
+                                                                                       monkeypatch):
+    monkeypatch.setattr(drift_fingerprint, "MANIFEST_RETRY_DELAY", 0)
+    record, reference = _recorded_manifest(node, registry, capsys)
+    for code in (503, 429, 502):
+        registry.requests.clear()
+        registry.failures = [code]
+        assert run(capsys, path=record, inputs="x")["clean"], code
+        assert _manifest_asked(registry, reference) == 2, code
+
+
+def test_a_registry_that_keeps_failing_or_refuses_is_a_difference_asked_once_more_at_most(node, registry, capsys,  # pylint: disable=redefined-outer-name
+                                                                                          monkeypatch):
+    monkeypatch.setattr(drift_fingerprint, "MANIFEST_RETRY_DELAY", 0)
+    record, reference = _recorded_manifest(node, registry, capsys)
+    registry.failures = [503] * drift_fingerprint.MANIFEST_ATTEMPTS
+    registry.requests.clear()
+    assert run(capsys, path=record, inputs="x")["differences"] == ["manifest:" + reference]
+    assert _manifest_asked(registry, reference) == drift_fingerprint.MANIFEST_ATTEMPTS
+    # a refusal (no login: 401) is an answer, not a failure to answer: asked once
+    (node / "config.json").write_text("{}")
+    registry.requests.clear()
+    assert run(capsys, path=record, inputs="x")["differences"] == ["manifest:" + reference]
+    assert _manifest_asked(registry, reference) == 1

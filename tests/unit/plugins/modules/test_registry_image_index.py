@@ -37,6 +37,8 @@ class FakeRegistry:
         self.token_auth = False
         self.tokens = {}  # token -> the actions it grants
         self.token_requests = []
+        # HTTP codes to answer the next requests with, one each, before serving again (a registry under load)
+        self.failures = []
 
     def push_image(self, tag, arch, salt=""):
         config = json.dumps({"architecture": arch, "os": "linux", "rootfs": {"salt": salt}}).encode()
@@ -90,6 +92,9 @@ def registry():
 
         def _route(self):
             state.requests.append((self.command, self.path, self.headers.get("Accept")))
+            if state.failures:
+                self._answer(state.failures.pop(0), b'{"errors":[{"code":"UNAVAILABLE"}]}')
+                return None
             if not self._authorized():
                 self.send_response(401)
                 if state.token_auth:
