@@ -88,12 +88,7 @@ def main(argv=None):
     if not drift.docker_ok():
         log("SKIPPED: no Docker engine answers (docker info failed)")
         return 0
-    limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
-    needed = scale.INOTIFY_PER_NODE * (opts.size + 1) + scale.INOTIFY_HEADROOM
-    if limit < needed:
-        parser.error("%d node containers need about %d inotify instances, fs.inotify.max_user_instances is %d: "
-                     "raise it (sysctl -w fs.inotify.max_user_instances=%d) or measure fewer nodes" % (
-                         opts.size + 1, needed, limit, needed))
+    scale.check_inotify(parser, opts.size + 1)
     # The shared helpers keep their logs, reports and the seed's items under this benchmark's state.
     drift.STATE = scale.STATE = STATE
     STATE.mkdir(parents=True, exist_ok=True)
@@ -106,8 +101,7 @@ def main(argv=None):
     site = scale.Site(opts.image)
     try:
         if opts.reuse:
-            site.nodes = ["head"] + ["gpu%02d" % i for i in range(1, opts.size + 1)]
-            site.write_inventory()
+            site.adopt(opts.size)
             raw["seed"] = {"items_file": str(STATE / "items.json"), "reused": True}
         else:
             raw["seed"] = scale.seed(env, site, False)
@@ -161,12 +155,10 @@ def render(raw):
             drift.median([r["results"] for r in runs]), "/".join(str(c) for c in clean), opts["size"] + 1,
             "/".join(sorted({str(r["rc"]) for r in runs}))))
         for number, run in enumerate(runs, 1):
-            differing = {host: diff for host, diff in ((run["fast_path"] or {}).get("differences") or {}).items()
-                         if diff}
+            differing = scale.differences_text(run)
             if differing or run["rc"]:
                 problems.append("**%s, round %d was not a clean site's check** (exit %d): %s." % (
-                    name, number, run["rc"], "; ".join("%s: %s" % (host, ", ".join(diff[:3]))
-                                                       for host, diff in sorted(differing.items())) or "see its log"))
+                    name, number, run["rc"], differing or "see its log"))
     lines += [""] + [line for problem in problems for line in (problem, "")]
     lines += ["Not measured: a `free` or `host_pinned` strategy (the fast path play decides whether the LSF master "
               "is clean once every node's fingerprint is in; a strategy that lets hosts run ahead would decide it "

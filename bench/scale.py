@@ -99,9 +99,19 @@ class Site(drift.Cluster):
     def __init__(self, image):
         super().__init__("scale", 1, image)
 
+    @staticmethod
+    def copies(first, size):
+        """The names of GPU nodes ``first`` to ``size``."""
+        return ["gpu%02d" % i for i in range(first, size + 1)]
+
+    def adopt(self, size):
+        """The copies up to gpu<size> that an earlier run left running (--keep), in the inventory again."""
+        self.nodes = ["head"] + self.copies(1, size)
+        self.write_inventory()
+
     def grow(self, size):
         """Copies of gpu01 up to gpu<size>; return the names of the new ones."""
-        new = ["gpu%02d" % i for i in range(len(self.nodes), size + 1)]
+        new = self.copies(len(self.nodes), size)
         for node in new:
             self.start(node, SEED_IMAGE)
             self.nodes.append(node)
@@ -225,12 +235,7 @@ def main(argv=None):
     if not drift.docker_ok():
         log("SKIPPED: no Docker engine answers (docker info failed)")
         return 0
-    limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
-    needed = INOTIFY_PER_NODE * (sizes[-1] + 1)
-    if limit < needed + INOTIFY_HEADROOM:
-        parser.error("%d node containers need about %d inotify instances (their systemd and engines), "
-                     "fs.inotify.max_user_instances is %d: raise it (sysctl -w fs.inotify.max_user_instances=%d) "
-                     "or measure fewer nodes" % (sizes[-1] + 1, needed, limit, needed + INOTIFY_HEADROOM))
+    check_inotify(parser, sizes[-1] + 1)
     drift.STATE = STATE  # the shared helpers keep their logs and reports under this benchmark's state
     STATE.mkdir(parents=True, exist_ok=True)
     env = drift.ansible_env(opts.forks)
@@ -306,6 +311,23 @@ def memory_in_use():
     return round((fields["MemTotal"] - fields["MemAvailable"]) / 1024)
 
 
+def differences_text(run):
+    """The hosts of a drift check that the fast path did not clear, each with its first three differences
+    ("gpu01: path:/etc/docker/daemon.json; head: ..."); "" when it cleared every one."""
+    differences = (run["fast_path"] or {}).get("differences") or {}
+    return "; ".join("%s: %s" % (host, ", ".join(diff[:3])) for host, diff in sorted(differences.items()) if diff)
+
+
+def check_inotify(parser, nodes):
+    """Stop (parser.error) when the kernel's inotify limit cannot hold ``nodes`` node containers."""
+    limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
+    needed = INOTIFY_PER_NODE * nodes
+    if limit < needed + INOTIFY_HEADROOM:
+        parser.error("%d node containers need about %d inotify instances (their systemd and engines), "
+                     "fs.inotify.max_user_instances is %d: raise it (sysctl -w fs.inotify.max_user_instances=%d) "
+                     "or measure fewer nodes" % (nodes, needed, limit, needed + INOTIFY_HEADROOM))
+
+
 def write_raw(raw):
     (STATE / "raw.json").write_text(json.dumps(raw, indent=1))
 
@@ -353,13 +375,10 @@ def render(raw):
     lines += [""]
     for size in opts["sizes"]:
         for number, run in enumerate((raw["sizes"].get(str(size)) or {}).get("runs", []), 1):
-            differing = {host: diff for host, diff in ((run["fast_path"] or {}).get("differences") or {}).items()
-                         if diff}
+            differing = differences_text(run)
             if differing or run["rc"]:
                 lines += ["**At %d GPU nodes, run %d was not a clean site's check** (exit %d): %s." % (
-                    size, number, run["rc"], "; ".join("%s: %s" % (host, ", ".join(diff[:3]))
-                                                       for host, diff in sorted(differing.items())) or "see its log"),
-                          ""]
+                    size, number, run["rc"], differing or "see its log"), ""]
     if len(points) >= 2:
         icept, slope, worst = fit(points)
         margins = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(points, points[1:])]
@@ -389,12 +408,9 @@ def render(raw):
                 tamper.get("path"), tamper.get("node"), tamper.get("how"))), ("restored", "the file put back")):
             run = tamper.get(key)
             if run:
-                differing = {host: diff for host, diff in ((run["fast_path"] or {}).get("differences") or {}).items()
-                             if diff}
                 lines.append("| %s | %.1f s | %.1f s | %d | exit %d; cleared by the fast path: %s; differing: %s |" % (
                     what, run["wall"], run["cpu"], run["results"], run["rc"],
-                    (run["fast_path"] or {}).get("clean", "-"),
-                    "; ".join("%s: %s" % (h, ", ".join(d[:3])) for h, d in sorted(differing.items())) or "none"))
+                    (run["fast_path"] or {}).get("clean", "-"), differences_text(run) or "none"))
         for key, what in (("rerun", "full converge, idempotent rerun (`site.yml`)"),
                           ("baseline", "the baseline's way (`bench/baseline/site.yml --check --diff`)")):
             run = largest.get(key)

@@ -34,8 +34,9 @@ class RegistryError(Exception):
 
 def _transient(exc):
     """Whether an HTTP error or a failure to connect may be gone a moment later."""
-    code = getattr(exc, "code", None)
-    return code == 429 or (code or 0) >= 500 if isinstance(exc, HTTPError) else isinstance(exc, OSError)
+    if isinstance(exc, HTTPError):
+        return exc.code == 429 or exc.code >= 500
+    return isinstance(exc, OSError)
 
 
 _CHALLENGE_PARAM = re.compile(r'([A-Za-z_]+)\s*=\s*"([^"]*)"')

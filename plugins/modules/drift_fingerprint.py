@@ -222,16 +222,17 @@ def _manifest_digest(reference):
     registry = Registry({"registry": host, "repository": repository, "insecure": insecure, "username": username,
                          "password": password, "ca_path": ca_path if os.path.exists(ca_path) else None,
                          "timeout": 30})
-    for attempt in range(1, MANIFEST_ATTEMPTS + 1):
+    for attempt in range(MANIFEST_ATTEMPTS):
+        if attempt:
+            time.sleep(MANIFEST_RETRY_DELAY)
         try:
             _document, body, _media_type = registry.manifest(tag)
         except RegistryError as err:
-            if err.transient and attempt < MANIFEST_ATTEMPTS:
-                time.sleep(MANIFEST_RETRY_DELAY)
+            if err.transient:
                 continue
-            return "not answered: %s" % type(err).__name__
+            break
         return digest_of(body) if body is not None else "absent"
-    return "not answered"  # not reached: the last attempt returns
+    return "not answered: RegistryError"
 
 
 def main():
