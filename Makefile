@@ -137,7 +137,7 @@ MOLECULE_BESIDE ?=
 # Steps that follow MOLECULE_BESIDE in its lane when a Docker engine answers (a lane of their own when it is
 # empty): the EL scenario after its node image, where the checks leave the most time beside the scenarios.
 # Only with the default MOLECULE_LANES: lanes given on the command line run alone. CI (.ci/run) adds
-# make:first-cluster here.
+# make:awx-slices and make:first-cluster here (the second on the demo nodes the first brought up).
 MOLECULE_AFTER ?= $(if $(filter file,$(origin MOLECULE_LANES)),make:el-image el)
 
 molecule: venv $(if $(findstring @oldest,$(MOLECULE_LANES)),venv-oldest) ## molecule test of MOLECULE_LANES (lanes side by side), when a Docker engine answers
@@ -188,6 +188,19 @@ first-cluster: venv ## The README's first-cluster steps against the demo nodes (
 	if [ "$${up:-yes}" = no ]; then ( $(call timed,demo,DEMO_SKIP_VERIFY=1 $(MAKE) --no-print-directory demo) ) || rc=$$?; fi; \
 	if [ "$$rc" -eq 0 ]; then ( $(call timed,first-cluster,$(WITH_VENV) tools/first-cluster.sh) ) || rc=$$?; fi; \
 	$(MAKE) --no-print-directory demo-down; exit $$rc
+
+# AWX's job slicing on the demo nodes (tools/awx-slices-demo.sh, docs/scale.md): make demo when they are not all
+# running, then the drift check of the whole inventory and the same check as AWX's sliced jobs run it (ansible-runner),
+# joined and compared. The demo stays up when it passed (CI's run goes on with make first-cluster on it; make
+# demo-down removes it) and is removed when it failed, as make first-cluster does.
+.PHONY: awx-slices
+awx-slices: venv ## The drift check as AWX's sliced jobs run it, joined and compared with the unsliced check (demo nodes)
+	@rc=0; for node in head gpu01 gpu02; do \
+	    [ "$$(docker container inspect -f '{{.State.Running}}' demo-$$node 2>/dev/null)" = true ] || up=no; \
+	done; \
+	if [ "$${up:-yes}" = no ]; then ( $(call timed,demo,DEMO_SKIP_VERIFY=1 $(MAKE) --no-print-directory demo) ) || rc=$$?; fi; \
+	if [ "$$rc" -eq 0 ]; then ( $(call timed,awx-slices,$(WITH_VENV) tools/awx-slices-demo.sh) ) || rc=$$?; fi; \
+	if [ "$$rc" -ne 0 ]; then $(MAKE) --no-print-directory demo-down; fi; exit $$rc
 
 bench: venv ## Run every benchmark in bench/*.py
 	@set -- bench/[!_]*.py; [ -e "$$1" ] || { echo "make bench: no bench/*.py" >&2; exit 1; }; \

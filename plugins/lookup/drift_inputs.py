@@ -14,9 +14,16 @@ description:
     starting with C(docker_engine_), C(nvidia_container_runtime_), C(container_registry_), C(container_verify_),
     C(lsf_docker_), C(slurm_docker_), C(rootless_runtimes_), C(image_variants_) or C(hpc_), except the run's own
     switches C(hpc_site_serial), C(hpc_site_max_fail_percentage), C(hpc_site_lsf_drain), C(hpc_site_slurm_drain),
-    C(hpc_site_lsf_elsewhere) and C(hpc_drift_*) and the roles' C(*_drift_items)), each templated; the host's
-    groups and every group's members; and the content of the collection itself (its plugins, roles and
-    playbooks), so that a new release or a local change to the collection is an input change.
+    C(hpc_site_lsf_elsewhere), C(hpc_site_sliced) and C(hpc_drift_*) and the roles' C(*_drift_items)), each
+    templated; the host's groups; the members of the groups that decide what its roles make; and the content of
+    the collection itself (its plugins, roles and playbooks), so that a new release or a local change to the
+    collection is an input change.
+  - The groups' members that count are the same in any slice of the inventory that holds the host (a C(--limit)
+    slice, or AWX's job slicing, whose slices hold only their own hosts). On the LSF master and the Slurm
+    controller (C(lsf_master), C(slurm_docker_controller_group)), whose files list the other hosts, every group's
+    members; on every other host the members of the registry group (C(container_registry_group), default
+    C(registry)), whose first host is its registry, unless the inventory names the registry in
+    C(container_registry_server) (then that variable counts, as every variable does).
   - Take it before any role runs (C(site.yml) does, in its first play), so that registered results and facts the
     roles set do not count.
   - Variables are templated without the host's facts (the drift check gathers none); a variable built from facts
@@ -55,7 +62,8 @@ from ansible.plugins.lookup import LookupBase
 PREFIXES = re.compile(r"^(docker_engine|nvidia_container_runtime|container_registry|container_verify|lsf_docker"
                       r"|slurm_docker|rootless_runtimes|image_variants|hpc)_")
 # How a run goes, not what it makes: batches, failure tolerance, draining, the slice it is.
-RUN_SWITCHES = re.compile(r"^(hpc_site_(serial|max_fail_percentage|lsf_drain|slurm_drain|lsf_elsewhere)|hpc_drift_.*"
+RUN_SWITCHES = re.compile(r"^(hpc_site_(serial|max_fail_percentage|lsf_drain|slurm_drain|lsf_elsewhere|sliced)"
+                          r"|hpc_drift_.*"
                           r"|.*_drift_items(_.*)?)$")
 # What makes the collection: its code and roles; not its tests, benchmarks or documentation.
 CONTENT = ("plugins", "roles", "playbooks", "galaxy.yml", "MANIFEST.json")
@@ -81,8 +89,20 @@ def collection_digest(root):
     return _COLLECTION_DIGEST[root]
 
 
+def member_inputs(group_names, groups, variables):
+    """The groups' members that decide what the roles make on a host of ``group_names``, the same in every slice
+    of the inventory that holds the host (see DOCUMENTATION)."""
+    listing = {"lsf_master", str(variables.get("slurm_docker_controller_group", "slurm_controller"))}
+    if listing.intersection(group_names):
+        return {name: sorted(members) for name, members in sorted(groups.items())}
+    if "container_registry_server" in variables:
+        return {}
+    registry = str(variables.get("container_registry_group", "registry"))
+    return {registry: sorted(groups.get(registry) or [])}
+
+
 def inputs_digest(values, group_names, groups, collection):
-    """The digest of templated variable values, the host's groups, all groups' members and the collection."""
+    """The digest of templated variable values, the host's groups, the members of ``groups`` and the collection."""
     document = {"variables": values, "group_names": sorted(group_names),
                 "groups": {name: sorted(members) for name, members in sorted(groups.items())},
                 "collection": collection}
@@ -106,5 +126,6 @@ class LookupModule(LookupBase):
             except Exception as err:  # pylint: disable=broad-exception-caught
                 values[name] = ["<not templated: %s>" % type(err).__name__, variables[name]]
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        groups = {name: list(members) for name, members in dict(variables.get("groups") or {}).items()}
-        return [inputs_digest(values, list(variables.get("group_names") or []), groups, collection_digest(root))]
+        group_names = list(variables.get("group_names") or [])
+        groups = member_inputs(group_names, dict(variables.get("groups") or {}), variables)
+        return [inputs_digest(values, group_names, groups, collection_digest(root))]

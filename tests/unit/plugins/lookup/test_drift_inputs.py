@@ -38,7 +38,7 @@ def test_the_same_inputs_give_the_same_digest_whatever_else_differs():
     # not the collection's variables, the run's own switches, facts
     assert digest(dict(BASE, unrelated_variable=2, hpc_site_serial=10, hpc_drift_fast_path=False,
                        hpc_site_max_fail_percentage=0, hpc_site_lsf_drain=False, hpc_site_slurm_drain=False,
-                       hpc_site_lsf_elsewhere=True,
+                       hpc_site_lsf_elsewhere=True, hpc_site_sliced=True,
                        ansible_check_mode=True, ansible_facts={"architecture": "x86_64"})) == first
     # what the run makes is an input: LSF on or off
     assert digest(dict(BASE, hpc_site_lsf=False)) != first
@@ -79,3 +79,42 @@ def test_the_collection_content_is_an_input(tmp_path):
     (tmp_path / "plugins" / "modules" / "m.py").write_text("b")
     assert drift_inputs.collection_digest(str(tmp_path)) != first
     drift_inputs._COLLECTION_DIGEST.clear()
+
+
+def _awx_slice(groups, hosts):
+    """``groups`` as an inventory slice holding only ``hosts`` has them (AWX keeps every group, cut down)."""
+    return {name: [member for member in members if member in hosts] for name, members in groups.items()}
+
+
+SITE_GROUPS = {"all": ["gpu01", "gpu02", "head"], "lsf_master": ["head"], "registry": ["head"],
+               "docker_hosts": ["gpu01", "gpu02", "head"], "gpu_nodes": ["gpu01", "gpu02"]}
+
+
+def test_a_node_has_the_same_inputs_in_any_slice_that_names_its_registry():
+    node = dict(BASE, groups=SITE_GROUPS, group_names=["docker_hosts", "gpu_nodes"], inventory_hostname="gpu02",
+                lsf_docker_image="head:5000/hpc/verify:1", container_registry_server="head")
+    whole = digest(node)
+    # AWX's slices of three hosts by name: [gpu01, head] and [gpu02]; a --limit run sees the whole inventory.
+    assert digest(dict(node, groups=_awx_slice(SITE_GROUPS, ["gpu02"]))) == whole
+    assert digest(dict(node, groups=dict(SITE_GROUPS, docker_hosts=["gpu01", "gpu02", "gpu03", "head"]))) == whole
+    # The registry named by the inventory counts as a variable; taken from the registry group, that group counts.
+    assert digest(dict(node, container_registry_server="gpu01")) != whole
+    from_group = dict(node)
+    del from_group["container_registry_server"]
+    assert digest(from_group) != digest(dict(from_group, groups=_awx_slice(SITE_GROUPS, ["gpu02"])))
+    assert digest(from_group) != digest(dict(from_group, groups=dict(SITE_GROUPS, registry=["gpu01"])))
+    assert digest(dict(from_group, container_registry_group="images",
+                       groups=dict(SITE_GROUPS, images=["gpu01"]))) != digest(
+        dict(from_group, container_registry_group="images", groups=dict(SITE_GROUPS, images=["gpu02"])))
+
+
+def test_the_hosts_whose_files_list_the_others_count_every_group():
+    master = dict(BASE, groups=SITE_GROUPS, group_names=["docker_hosts", "lsf_master", "registry"],
+                  inventory_hostname="head", container_registry_server="head")
+    controller = dict(master, group_names=["slurm_controller"])
+    renamed = dict(master, group_names=["slurmctld"], slurm_docker_controller_group="slurmctld")
+    node = dict(master, group_names=["docker_hosts", "gpu_nodes"], inventory_hostname="gpu01")
+    more = dict(SITE_GROUPS, docker_hosts=SITE_GROUPS["docker_hosts"] + ["gpu03"])
+    for host in (master, controller, renamed):
+        assert digest(dict(host, groups=more)) != digest(host)
+    assert digest(dict(node, groups=more)) == digest(node)
