@@ -80,18 +80,17 @@ drifted = sorted(host for host, entry in unsliced["hosts"].items() if entry["cha
 problems = []
 if drifted != ["gpu01", "gpu02"]:
     problems.append("the unsliced check found drift on %s, not on gpu01 and gpu02" % drifted)
-reports = {job["job"]: json.load(open(os.path.join(job["report"], "drift.json")))
-           for job in json.load(open(os.path.join(work, "awx", "jobs.json")))}
-with_head = sorted(job for job, report in reports.items() if "head" in report["hosts"])
+jobs = {job["job"]: job for job in json.load(open(os.path.join(work, "awx", "jobs.json")))}
+with_head = sorted(name for name, job in jobs.items() if "head" in job["hosts"])
 if with_head != ["lsf-master"]:
     problems.append("the LSF master is in the reports of %s, not of the lsf-master job alone" % with_head)
-for job, host in (("slice1of2", "gpu01"), ("slice2of2", "gpu02")):
-    if not reports.get(job, {}).get("hosts", {}).get(host, {}).get("changed"):
-        problems.append("%s's report has no drift on %s" % (job, host))
+for name, host in (("slice1of2", "gpu01"), ("slice2of2", "gpu02")):
+    if jobs.get(name, {}).get("drifted") != [host]:
+        problems.append("%s's report has drift on %s, not on %s" % (name, jobs.get(name, {}).get("drifted"), host))
 for problem in problems:
     print("awx-slices: FAILED: %s" % problem, file=sys.stderr)
-for job, report in sorted(reports.items()):
-    print("awx-slices: %s checked %s" % (job, ", ".join(sorted(report["hosts"]))))
+for name, job in sorted(jobs.items()):
+    print("awx-slices: %s checked %s" % (name, ", ".join(job["hosts"])))
 sys.exit(1 if problems else 0)
 EOF
 # The pre-flight on the slices' own inventories: the one with the LSF master and the registry host, run without the

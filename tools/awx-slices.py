@@ -16,13 +16,16 @@ inventory script, the limit and extra variables of the job template), all at onc
   is still a child of all), the variables of all and of the groups as they are, the host variables of the slice's
   hosts only (awx/main/models/inventory.py, Inventory.get_script_data).
 
-Every job runs playbooks/drift.yml in check mode with diff and the drift_report callback, its report in
-DIR/<job>/report; then playbooks/drift_join.yml joins them into DIR/joined. With --converge, every job runs
-playbooks/site.yml instead (no check mode, no report, nothing joined) and must exit 0. With --compare, the joined report
-must have the hosts (each one's changes, diffs, failures and fast-path verdict), the summary and the unreachable
-hosts of the unsliced run's drift.json given. Writes DIR/jobs.json (each job's hosts, exit code, status). Exits 0
-when every job ended as a drift check may (0: clean, 3: drift found), the join ran and the comparison (if asked)
-found no difference; 1 otherwise, with what differs.
+Every job runs playbooks/drift.yml in check mode with diff and the drift_report callback, in the same
+environment, as the slices of one job template share theirs: HPC_DRIFT_REPORT_DIR=DIR/reports/$JOB_ID, and
+JOB_ID the job's own id, as AWX sets it (1 for the first job, 2 for the next, ...); then playbooks/drift_join.yml
+joins DIR/reports/* into DIR/joined and removes the jobs' reports (hpc_drift_join_remove_src). With --converge,
+every job runs playbooks/site.yml instead (no check mode, no report, nothing joined) and must exit 0. With
+--compare, the joined report must have the hosts (each one's changes, diffs, failures and fast-path verdict), the
+summary and the unreachable hosts of the unsliced run's drift.json given. Writes DIR/jobs.json (each job's
+inventory hosts, limit, exit code and status; for a check, the hosts its report listed and those with drift).
+Exits 0 when every job ended as it may (a check: 0 clean or 3 drift found; a converge: 0), the join ran and left
+no report behind, and the comparison (if asked) found no difference; 1 otherwise, with what differs.
 """
 
 from __future__ import annotations
@@ -108,20 +111,31 @@ def jobs_of(data, count):
     return jobs
 
 
+def report_of(directory):
+    """The hosts a job's drift report lists, and those with drift."""
+    try:
+        with open(os.path.join(directory, "drift.json"), encoding="utf-8") as handle:
+            hosts = json.load(handle)["hosts"]
+    except OSError:
+        return {"hosts": [], "drifted": []}
+    return {"hosts": sorted(hosts), "drifted": sorted(host for host, entry in hosts.items() if entry["changed"])}
+
+
 def run_jobs(jobs, out, converge=False):
-    """Run every job at once with ansible-runner; each one's name, hosts, exit code, status and report directory."""
+    """Run every job at once with ansible-runner; each one's name, hosts, exit code, status and report."""
     import ansible_runner  # pylint: disable=import-outside-toplevel
 
     playbook, cmdline = ("site.yml", "--diff") if converge else ("drift.yml", "--check --diff")
-
     started = []
-    for name, data, limit, extravars in jobs:
+    for job_id, (name, data, limit, extravars) in enumerate(jobs, 1):
         private = os.path.join(out, name)
         os.makedirs(os.path.join(private, "inventory"), exist_ok=True)
-        report = os.path.join(private, "report")
         script = inventory_script(data, os.path.join(private, "inventory", "hosts"))
-        envvars = {} if converge else {"ANSIBLE_CALLBACKS_ENABLED": "hpc.gpu_containers.drift_report",
-                                       "HPC_DRIFT_REPORT_DIR": report}
+        envvars = {"JOB_ID": str(job_id)}
+        if not converge:
+            envvars.update(ANSIBLE_CALLBACKS_ENABLED="hpc.gpu_containers.drift_report",
+                           HPC_DRIFT_REPORT_DIR=os.path.join(out, "reports", "$JOB_ID"))
+        report = os.path.join(out, "reports", str(job_id))
         thread, runner = ansible_runner.run_async(
             private_data_dir=private, project_dir=ROOT, playbook=os.path.join(ROOT, "playbooks", playbook),
             inventory=script, limit=limit, extravars=extravars, envvars=envvars, cmdline=cmdline, quiet=True)
@@ -131,15 +145,16 @@ def run_jobs(jobs, out, converge=False):
         thread.join()
         hosts = sorted(data["_meta"]["hostvars"])
         results.append({"job": name, "inventory_hosts": hosts, "limit": limit, "rc": runner.rc,
-                        "status": runner.status, "report": report,
+                        "status": runner.status, "report": report, **({} if converge else report_of(report)),
                         "stdout": os.path.join(runner.config.artifact_dir, "stdout")})
     return results
 
 
-def join(reports, dest):
-    """playbooks/drift_join.yml over the jobs' report directories; its exit code."""
+def join(pattern, dest):
+    """playbooks/drift_join.yml over the report directories ``pattern`` matches, removed after; its exit code."""
     return subprocess.run(["ansible-playbook", os.path.join(ROOT, "playbooks", "drift_join.yml"),
-                           "-e", json.dumps({"hpc_drift_join_src": reports, "hpc_drift_join_dest": dest})],
+                           "-e", json.dumps({"hpc_drift_join_src": [pattern], "hpc_drift_join_dest": dest,
+                                             "hpc_drift_join_remove_src": True})],
                           check=False).returncode
 
 
@@ -185,9 +200,11 @@ def main(argv=None):
             print("awx-slices: FAILED: %s" % problem, file=sys.stderr)
         return 1 if problems else 0
     dest = os.path.join(out, "joined")
-    rc = join([r["report"] for r in results], dest)
+    rc = join(os.path.join(out, "reports", "*"), dest)
     if rc not in (0, 2) or not os.path.exists(os.path.join(dest, "drift.json")):
         problems.append("drift_join.yml exited %s and wrote no %s" % (rc, os.path.join(dest, "drift.json")))
+    elif os.listdir(os.path.join(out, "reports")):
+        problems.append("drift_join.yml left %s" % ", ".join(sorted(os.listdir(os.path.join(out, "reports")))))
     elif opts.compare:
         with open(os.path.join(dest, "drift.json"), encoding="utf-8") as handle:
             joined = json.load(handle)

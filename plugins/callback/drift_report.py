@@ -59,6 +59,8 @@ options:
     description:
       - Directory for C(drift.json) and C(drift.md); created when missing.
       - A relative path is taken relative to the directory C(ansible-playbook) runs in.
+      - Environment variables in it are expanded (C($JOB_ID) - under AWX each job, and each slice of a sliced job,
+        gets a directory of its own).
     type: path
     default: drift-report
     env:

@@ -55,3 +55,41 @@ def test_a_bad_slice_fails_by_name_and_writes_nothing(tmp_path, capsys):
     result = run(capsys, src=[good, good], dest=str(tmp_path / "site"))
     assert result["failed"] and "host head is in" in result["msg"]
     assert not (tmp_path / "site").exists()
+
+
+def test_a_pattern_joins_every_slice_it_matches_and_remove_src_leaves_the_directory_empty(tmp_path, capsys):
+    # AWX's slices of one job template: one directory pattern, a directory per job id ($JOB_ID).
+    nightly = tmp_path / "nightly"
+    _write(nightly / "101", {"head": CLEAN})
+    _write(nightly / "102", {"gpu01": DRIFTED})
+    (nightly / "102" / "drift.md").write_text("slice's own")
+    (nightly / "103").mkdir()
+    (nightly / "103" / "notes.txt").write_text("not the callback's")
+    _write(nightly / "103", {"gpu02": CLEAN})
+    dest = tmp_path / "site"
+    pattern = str(nightly / "*")
+    checked = run(capsys, check=True, src=[pattern], dest=str(dest), remove_src=True)
+    assert checked["changed"] and sorted(checked["removed"]) == sorted(
+        [str(nightly / "101" / "drift.json"), str(nightly / "102" / "drift.json"), str(nightly / "102" / "drift.md"),
+         str(nightly / "103" / "drift.json")])
+    assert sorted(os.listdir(nightly)) == ["101", "102", "103"] and not dest.exists()
+    result = run(capsys, src=[pattern], dest=str(dest), remove_src=True)
+    assert result["summary"]["hosts_checked"] == 3 and result["drifted_hosts"] == ["gpu01"]
+    assert sorted(result["removed"]) == sorted(checked["removed"])
+    # what the callback did not write stays, with its directory; the others are gone
+    assert os.listdir(nightly) == ["103"] and os.listdir(nightly / "103") == ["notes.txt"]
+    assert json.loads((dest / "drift.json").read_text())["summary"]["hosts_checked"] == 3
+    # a directory the pattern matches without a report is named; a pattern that matches nothing (no slice ran) too
+    result = run(capsys, src=[pattern], dest=str(dest))
+    assert result["failed"] and result["msg"].startswith("%s: cannot read the report" % (nightly / "103" / "drift.json"))
+    result = run(capsys, src=[str(nightly / "2*")], dest=str(dest))
+    assert result["failed"] and result["msg"] == "%s: no report matches this pattern" % (nightly / "2*")
+
+
+def test_a_pattern_that_takes_in_the_joined_report_is_refused(tmp_path, capsys):
+    _write(tmp_path / "drift" / "101", {"head": CLEAN})
+    dest = tmp_path / "drift" / "site"
+    assert not run(capsys, src=[str(tmp_path / "drift" / "*")], dest=str(dest)).get("failed")
+    result = run(capsys, src=[str(tmp_path / "drift" / "*")], dest=str(dest), remove_src=True)
+    assert result["failed"] and result["msg"] == "%s: a report where the joined one is written (dest, prom_dir)" % dest
+    assert (tmp_path / "drift" / "101" / "drift.json").exists()
