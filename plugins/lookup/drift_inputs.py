@@ -94,11 +94,11 @@ def member_inputs(group_names, groups, variables):
     of the inventory that holds the host (see DOCUMENTATION)."""
     listing = {"lsf_master", str(variables.get("slurm_docker_controller_group", "slurm_controller"))}
     if listing.intersection(group_names):
-        return {name: sorted(members) for name, members in sorted(groups.items())}
+        return groups
     if "container_registry_server" in variables:
         return {}
     registry = str(variables.get("container_registry_group", "registry"))
-    return {registry: sorted(groups.get(registry) or [])}
+    return {registry: groups.get(registry) or []}
 
 
 def inputs_digest(values, group_names, groups, collection):

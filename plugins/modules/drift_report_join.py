@@ -135,6 +135,11 @@ from ansible_collections.hpc.gpu_containers.plugins.module_utils._module_edit im
 PATTERN = re.compile(r"[*?[]")
 
 
+def report_dir(path):
+    """The directory of a report given as its directory or its drift.json."""
+    return path if os.path.isdir(path) else os.path.dirname(path)
+
+
 def report_paths(src, outputs):
     """``src`` with each pattern replaced by its matches; a pattern without one, or a report in one of the
     ``outputs`` directories, is refused."""
@@ -146,7 +151,7 @@ def report_paths(src, outputs):
         paths += matches
     outputs = {os.path.realpath(directory) for directory in outputs}
     for path in paths:
-        if os.path.realpath(path if os.path.isdir(path) else os.path.dirname(path)) in outputs:
+        if os.path.realpath(report_dir(path)) in outputs:
             raise ReportError("%s: a report where the joined one is written (dest, prom_dir)" % path)
     return paths
 
@@ -156,7 +161,7 @@ def remove_reports(paths, check_mode):
     files removed (in check mode: that would be)."""
     removed = []
     for path in paths:
-        directory = path if os.path.isdir(path) else os.path.dirname(path)
+        directory = report_dir(path)
         for name in (REPORT_FILE, MARKDOWN_FILE, JUNIT_FILE, PROM_FILE):
             target = os.path.join(directory, name)
             if os.path.isfile(target) and not os.path.islink(target):
