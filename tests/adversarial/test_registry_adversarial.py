@@ -330,7 +330,7 @@ def _module(task):
 def secret_tasks():
     """(file, task) for each task in the role's own files that writes or reads a secret."""
     out = []
-    for tasks_file in ("main.yml", "server.yml", "tls.yml", "binary.yml"):
+    for tasks_file in ("main.yml", "server.yml", "tls.yml", "binary.yml", "client.yml"):
         for task in role_tasks(tasks_file):
             args = _args(task)
             values = json.dumps(list(args.values()))
@@ -350,7 +350,7 @@ def test_the_secret_handling_tasks_are_the_ones_expected():
         "Create the CA key", "Create the CA signing request", "Self-sign the CA certificate",
         "Create the server key", "Create the server signing request", "Sign the server certificate with the cluster CA",
         "Install the site private key", "Write the htpasswd accounts (bcrypt; accounts not listed are removed)",
-        "Try the login account"])
+        "Try the login account", "Log in to the registries"])
 
 
 @pytest.mark.parametrize("tasks_file, task", SECRET_TASKS, ids=[t["name"] for _f, t in SECRET_TASKS])

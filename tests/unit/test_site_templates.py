@@ -41,6 +41,7 @@ TEMPLATES = {
               "groups": {"slurm_controller", "slurm_nodes", "docker_hosts", "gpu_nodes", "registry"}, "lsf": False},
     "rootless": {"playbooks": ["site", "rootless"], "groups": {"rootless_hosts", "docker_hosts", "registry"},
                  "lsf": False},
+    "ngc": {"playbooks": ["site"], "groups": {"lsf_master", "docker_hosts", "gpu_nodes", "registry"}, "lsf": True},
     "air-gapped": {"playbooks": ["site"], "groups": {"lsf_master", "docker_hosts", "gpu_nodes", "registry"},
                    "lsf": True},
 }

@@ -3,9 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The registry's explicit insecure mode: reg-head serves it over plain HTTP with htpasswd auth, every
 Docker host lists it in insecure-registries and is logged in, an image pushed from reg-head over HTTP
-is pulled on reg-node."""
+is pulled on reg-node. And an upstream registry (reg-upstream, NGC's stand-in): every Docker host trusts its
+CA, is logged in as root and as lsfadmin, and pulls its two-architecture image by the index digest."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -16,13 +18,25 @@ import testinfra.utils.ansible_runner
 import yaml
 
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
-testinfra_hosts = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("all")
+testinfra_hosts = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("docker_hosts")
 
 SERVER = "reg-head"
 CLIENT = "reg-node"
 REGISTRY = "%s:5000" % SERVER
-_ACCOUNT = yaml.safe_load((Path(__file__).parents[1] / "group_vars" / "all.yml").read_text())[
-    "container_registry_users"][0]
+
+
+class _Loader(yaml.SafeLoader):
+    """group_vars with its !vault values left closed (the tests need none of them)."""
+
+
+_Loader.add_constructor("!vault", lambda loader, node: None)
+_GROUP_VARS = yaml.load((Path(__file__).parents[1] / "group_vars" / "all.yml").read_text(), Loader=_Loader)
+_ACCOUNT = _GROUP_VARS["container_registry_users"][0]
+UPSTREAM = _GROUP_VARS["container_registry_upstreams"][0]["registry"]
+UPSTREAM_IMAGE = "%s/nvidia/cuda" % UPSTREAM
+# What prepare pushed: {"index": ..., "amd64": ..., "arm64": ...}
+UPSTREAM_DIGESTS = json.loads(
+    (Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "upstream" / "image.json").read_text())
 USER, PASSWORD = _ACCOUNT["name"], _ACCOUNT["password"]
 IMAGE = "%s/hpc/insecure:1" % REGISTRY
 
@@ -110,3 +124,48 @@ def test_push_from_server_and_pull_on_client_over_http():
                if line.startswith(address + " ") and '"GET /v2/hpc/insecure/blobs/sha256:' in line
                and '" 200 ' in line]
     assert fetched, log.stdout[-3000:]
+
+
+def test_every_docker_host_trusts_and_is_logged_in_to_the_upstream(host):
+    ca = host.file("/etc/docker/certs.d/%s/ca.crt" % UPSTREAM)
+    assert ca.exists and ca.user == "root" and ca.mode == 0o644
+    local_ca = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "upstream" / "ca.crt"
+    assert ca.content_string == local_ca.read_text()
+    for home, owner in (("/root", "root"), ("/home/lsfadmin", "lsfadmin")):
+        docker_dir, config = host.file(home + "/.docker"), host.file(home + "/.docker/config.json")
+        # the role gives an account of container_registry_login_users its directory; root's is Docker's own
+        assert docker_dir.user == owner and (owner == "root" or docker_dir.mode == 0o700)
+        assert (config.user, config.mode) == (owner, 0o600)
+        auths = json.loads(host.run("cat %s", config.path).stdout)["auths"]
+        # the site registry and the upstream, for each account
+        assert {REGISTRY, UPSTREAM} <= set(auths), auths
+        user = base64.b64decode(auths[UPSTREAM]["auth"]).decode().split(":", 1)[0]
+        assert user == "$oauthtoken"
+
+
+def test_upstream_refuses_an_anonymous_pull(host):
+    anonymous = host.run("python3 -c %s %s", "import ssl, sys, urllib.request, urllib.error\n"
+                         "ctx = ssl.create_default_context(cafile=sys.argv[1].split('|')[0])\n"
+                         "try:\n urllib.request.urlopen(sys.argv[1].split('|')[1], context=ctx, timeout=20)\n"
+                         "except urllib.error.HTTPError as e:\n print(e.code)",
+                         "/etc/docker/certs.d/%s/ca.crt|https://%s/v2/nvidia/cuda/manifests/12.4.1-base"
+                         % (UPSTREAM, UPSTREAM))
+    assert anonymous.stdout.strip() == "401", anonymous.stdout + anonymous.stderr
+
+
+def test_pull_upstream_image_by_index_digest_as_root_and_as_lsfadmin(host):
+    reference = "%s@%s" % (UPSTREAM_IMAGE, UPSTREAM_DIGESTS["index"])
+    for user in ("root", "lsfadmin"):
+        host.run("docker image rm -f %s", reference)
+        # each with its own ~/.docker (lsfadmin has no access to the daemon's socket here: the config it reads
+        # is what is proved, and that it can read it)
+        home = "/root" if user == "root" else "/home/lsfadmin"
+        assert host.run("runuser -u %s -- test -r %s/.docker/config.json", user, home).rc == 0
+        pull = host.run("docker --config %s/.docker pull %s", home, reference)
+        assert pull.rc == 0, (user, pull.stdout, pull.stderr)
+        assert UPSTREAM_DIGESTS["index"] in pull.stdout
+    # the amd64 manifest of the index, picked for this host
+    inspect = json.loads(host.check_output("docker image inspect %s", reference))[0]
+    assert inspect["Architecture"] == "amd64"
+    run = host.run("docker run --rm --network none %s", reference)
+    assert run.rc == 0 and run.stdout.strip() == "amd64", run.stdout + run.stderr

@@ -16,10 +16,12 @@ DOCKER_MESSAGE = ("Logging into https://registry-alias:5000 for user hpcadmin fa
                   "x509: certificate is valid for reg-head, not registry-alias (password s3cret)")
 
 
-def _run(tmp_path, login, password="s3cret", *args):
+def _run(tmp_path, login, password="s3cret", *args, managed=True):
+    # the login loop's results, as failed_when: false leaves them: each with its item (registry_logins' entry)
+    item = {"registry": "registry-alias:5000", "username": "hpcadmin", "password": password, "managed": managed,
+            "account": None, "config_path": None}
     play = {"hosts": "localhost", "gather_facts": False, "tasks": [role_task("container_registry", "client.yml", CHECK)],
-            "vars": {"__container_registry_login": login, "container_registry_address": "registry-alias:5000",
-                     "container_registry_login_user": "hpcadmin", "container_registry_login_password": password}}
+            "vars": {"__container_registry_login": {"results": [dict(login, item=item)]}}}
     return run_playbook(tmp_path, [play], *args)
 
 
@@ -29,7 +31,8 @@ def test_a_failed_login_fails_with_dockers_message(tmp_path, password, shown):
     proc = _run(tmp_path, {"failed": False, "changed": False, "msg": DOCKER_MESSAGE}, password)
     assert proc.returncode == 2, proc.stdout[-3000:]
     message = re.search(r'"msg": "(.*)"', proc.stdout).group(1)
-    assert message.startswith("Logging in to registry-alias:5000 as 'hpcadmin' failed: Logging into")
+    assert message.startswith(
+        "Logging in to registry-alias:5000 as 'hpcadmin' (for the connecting user) failed: Logging into")
     assert "certificate is valid for reg-head, not registry-alias " + shown in message
     if password:
         assert password not in proc.stdout + proc.stderr
@@ -61,3 +64,11 @@ def test_other_login_failures_still_fail(tmp_path, args, message):
     proc = _run(tmp_path, {"failed": False, "changed": False, "msg": message}, "s3cret", *args)
     assert proc.returncode == 2, proc.stdout[-3000:]
     assert "failed: Logging into" in proc.stdout
+
+
+def test_check_mode_fails_an_upstream_that_refuses_its_key(tmp_path):
+    # the collection does not manage an upstream's accounts: a 401 there is a wrong key, also in check mode
+    proc = _run(tmp_path, {"failed": False, "changed": False, "msg": UNAUTHORIZED}, "nvapi-key", "--check",
+                managed=False)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert "failed: Logging into" in proc.stdout and "nvapi-key" not in proc.stdout + proc.stderr
