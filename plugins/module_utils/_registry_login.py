@@ -16,6 +16,7 @@ Nothing here returns a password except in the login entries themselves, which on
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 # host[:port], as Docker names a registry in ~/.docker/config.json and /etc/docker/certs.d
@@ -79,9 +80,9 @@ def login_accounts(lookups):
         if not fields or len(fields) < 5 or not fields[4]:
             raise RegistryLoginError(
                 "container_registry_login_users: this host has no account '%s' (getent passwd %s)" % (name, name))
-        home = fields[4].rstrip("/") or "/"
+        home = posixpath.normpath(fields[4])
         accounts.append({"name": name, "uid": int(fields[1]), "gid": int(fields[2]), "home": home,
-                         "config": "%s/.docker/config.json" % home.rstrip("/")})
+                         "config": posixpath.join(home, ".docker", "config.json")})
     return accounts
 
 
